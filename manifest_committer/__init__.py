@@ -1,0 +1,48 @@
+"""manifest-committer: Hadoop's manifest committer protocol in Python, on any fsspec filesystem.
+
+Each task attempt writes under its own directory; task commit saves a JSON manifest of its files; job commit
+loads every manifest, checks them all, then creates directories and renames files in parallel, validates and
+writes a JSON ``_SUCCESS`` summary. Files are compatible with Hadoop 3.5's ManifestCommitter.
+"""
+
+from __future__ import annotations
+
+from .committer import ManifestCommitter, TaskAttempt
+from .config import CommitterConfig
+from .errors import (
+    CommitterError,
+    ConfigError,
+    DuplicateDestinationError,
+    JobStateError,
+    ManifestError,
+    OutputConflictError,
+    OutputValidationError,
+    UnsupportedStoreError,
+)
+from .iostatistics import IOStatisticsSnapshot, MeanStatistic
+from .manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+from .success_data import SuccessData
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CommitterConfig",
+    "CommitterError",
+    "ConfigError",
+    "DirEntry",
+    "DuplicateDestinationError",
+    "EntryStatus",
+    "FileEntry",
+    "IOStatisticsSnapshot",
+    "JobStateError",
+    "ManifestCommitter",
+    "ManifestError",
+    "MeanStatistic",
+    "OutputConflictError",
+    "OutputValidationError",
+    "SuccessData",
+    "TaskAttempt",
+    "TaskManifest",
+    "UnsupportedStoreError",
+    "__version__",
+]

@@ -1,0 +1,226 @@
+"""ManifestCommitter: the public entry point, one method per step of the protocol."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import posixpath
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .config import MANIFEST_PREFIX, CommitterConfig
+from .errors import ConfigError
+from .iostatistics import StatisticsStore
+from .manifest import TaskManifest
+from .paths import JobPaths, check_id
+from .stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
+from .stages.abort_task import AbortTaskArguments, AbortTaskStage
+from .stages.base import StageContext
+from .stages.commit_job import CommitJobArguments, CommitJobStage
+from .stages.commit_task import CommitTaskArguments, CommitTaskStage
+from .stages.setup_job import SetupJobArguments, SetupJobStage
+from .stages.setup_task import SetupTaskArguments, SetupTaskStage
+from .statistic_names import COMMITTER_TASKS_FAILED, JOB_STAGE_ABORT
+from .store import StoreOperations, open_store
+from .success_data import SuccessData
+
+log = logging.getLogger(__name__)
+
+SUMMARY_FILENAME_FORMAT = "summary-{job_id}.json"
+
+
+@dataclass(frozen=True, slots=True)
+class TaskAttempt:
+    """One task attempt's identity and private working directory.
+
+    ``work_path`` is a path usable with ``fs`` as it is (not percent-encoded); ``fs`` creates missing parent
+    directories when a file is opened for writing.
+    """
+
+    task_id: str
+    attempt_id: str
+    work_path: str
+    fs: Any
+    work_url: str
+
+
+class ManifestCommitter:
+    """Commits the output of many task attempts into one destination, compatible with Hadoop 3.5's files.
+
+    Any of the calls may run in another process or machine on a committer built with the same destination,
+    job id and attempt: nothing but the store links them. Each job commit has its own thread pool of
+    ``io.threads``.
+    """
+
+    def __init__(
+        self,
+        destination: str,
+        job_id: str,
+        job_attempt: int = 0,
+        config: CommitterConfig | None = None,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        job_id_source: str = "JobID",
+    ) -> None:
+        check_id("job id", job_id)
+        if isinstance(job_attempt, bool) or not isinstance(job_attempt, int) or not 0 <= job_attempt <= 99:
+            raise ConfigError(f"job attempt {job_attempt!r} of job {job_id}: must be an integer from 0 to 99")
+        self.config = config or CommitterConfig()
+        self.storage_options = dict(storage_options or {})
+        self.destination = destination
+        self.job_id_source = job_id_source
+        self._store, dest_path = open_store(destination, self.storage_options)
+        self.paths = JobPaths(dest_path, job_id, job_attempt)
+        self._job_stats = StatisticsStore()
+
+    @property
+    def job_id(self) -> str:
+        return self.paths.job_id
+
+    @property
+    def store(self) -> StoreOperations:
+        return self._store
+
+    @property
+    def destination_url(self) -> str:
+        return self._store.to_url(self.paths.dest)
+
+    def _context(
+        self,
+        stats: StatisticsStore,
+        pool: ThreadPoolExecutor | None = None,
+        task_attempt_id: str | None = None,
+    ) -> StageContext:
+        return StageContext(
+            config=self.config,
+            store=self._store,
+            paths=self.paths,
+            stats=stats,
+            pool=pool,
+            job_id_source=self.job_id_source,
+            task_attempt_id=task_attempt_id,
+        )
+
+    @contextmanager
+    def _job_pool(self) -> Iterator[ThreadPoolExecutor | None]:
+        """The one pool of a job commit or abort, created and shut down here."""
+        if self.config.io_threads <= 1:
+            yield None
+            return
+        with ThreadPoolExecutor(self.config.io_threads, thread_name_prefix=f"manifest-committer-{self.job_id}") as pool:
+            yield pool
+
+    # --- job ------------------------------------------------------------------------------------------------------
+
+    def setup_job(self) -> None:
+        """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
+        SetupJobStage(self._context(self._job_stats)).apply(SetupJobArguments(self.config.mark_successful_jobs))
+
+    def commit_job(self) -> SuccessData:
+        """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary."""
+        start = time.perf_counter()
+        with self._job_pool() as pool:
+            context = self._context(self._job_stats, pool)
+            try:
+                result = CommitJobStage(context).apply(CommitJobArguments())
+            except BaseException as error:
+                self._save_report(self._failure_report(context, error), overwrite=True)
+                raise
+        success = result.success
+        if not result.already_committed:
+            report = copy.copy(success)
+            report.diagnostics = dict(success.diagnostics)
+            report.iostatistics = context.stats.snapshot()
+            self._save_report(report, overwrite=True)
+        log.info(
+            "Job %s committed %d files from %d task manifests into %s in %.3f s",
+            self.job_id,
+            result.files_committed,
+            result.manifests_loaded,
+            self.destination_url,
+            time.perf_counter() - start,
+        )
+        return success
+
+    def abort_job(self) -> AbortJobResult:
+        """Undo the job: revert what an interrupted ``commit_job`` moved and delete the job's state.
+
+        Safe to call any number of times; the output of a committed job (its ``_SUCCESS`` in place) stays.
+        """
+        with self._job_pool() as pool:
+            context = self._context(self._job_stats, pool)
+            try:
+                result = AbortJobStage(context).apply(AbortJobArguments())
+            except BaseException as error:
+                self._save_report(self._failure_report(context, error), overwrite=False)
+                raise
+        report = SuccessData.create(self.job_id, self.job_id_source, JOB_STAGE_ABORT)
+        report.success = False
+        report.iostatistics = context.stats.snapshot()
+        self._save_report(report, overwrite=False)
+        return result
+
+    # --- tasks ----------------------------------------------------------------------------------------------------
+
+    def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """The ``TaskAttempt`` of ids set up elsewhere (no store call)."""
+        check_id("task id", task_id)
+        check_id("task attempt id", attempt_id)
+        work_path = self.paths.task_attempt_dir(attempt_id)
+        return TaskAttempt(task_id, attempt_id, work_path, self._store.fs, self._store.to_url(work_path))
+
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Create the attempt's working directory; write the task's files under ``work_path``."""
+        task = self.task_attempt(task_id, attempt_id)
+        SetupTaskStage(self._context(StatisticsStore(), task_attempt_id=attempt_id)).apply(
+            SetupTaskArguments(task_id, attempt_id)
+        )
+        return task
+
+    def commit_task(self, task: TaskAttempt) -> TaskManifest:
+        """Scan the attempt's files into a manifest and publish it; the files move only at job commit."""
+        stats = StatisticsStore()
+        try:
+            result = CommitTaskStage(self._context(stats, task_attempt_id=task.attempt_id)).apply(
+                CommitTaskArguments(task.task_id, task.attempt_id)
+            )
+        except BaseException:
+            stats.increment(COMMITTER_TASKS_FAILED)
+            log.error("Commit of task attempt %s of job %s failed", task.attempt_id, self.job_id)
+            raise
+        return result.manifest
+
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Delete the attempt's working directory; its files will never be committed."""
+        AbortTaskStage(self._context(StatisticsStore(), task_attempt_id=task.attempt_id)).apply(
+            AbortTaskArguments(task.attempt_id)
+        )
+
+    # --- reports --------------------------------------------------------------------------------------------------
+
+    def _failure_report(self, context: StageContext, error: BaseException) -> SuccessData:
+        report = SuccessData.create(self.job_id, self.job_id_source, context.active_stage)
+        report.record_failure(error)
+        report.iostatistics = context.stats.snapshot()
+        return report
+
+    def _save_report(self, report: SuccessData, *, overwrite: bool) -> None:
+        """Write ``summary-<jobId>.json`` to ``summary.report.directory``; a failure here is logged, never raised."""
+        directory = self.config.summary_report_directory
+        if not directory:
+            return
+        report.diagnostics[MANIFEST_PREFIX + "io.threads"] = str(self.config.io_threads)
+        try:
+            store, root = open_store(directory, self.storage_options)
+            path = posixpath.join(root, SUMMARY_FILENAME_FORMAT.format(job_id=self.job_id))
+            if not overwrite and store.info(path) is not None:
+                log.info("Keeping the existing summary report %s", store.to_url(path))
+                return
+            store.write_bytes(path, report.to_json())
+            log.info("Saved summary report %s", store.to_url(path))
+        except Exception as error:
+            log.warning("Could not save the summary report of job %s to %s: %s", self.job_id, directory, error)

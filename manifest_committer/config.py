@@ -1,0 +1,169 @@
+"""Committer configuration: one frozen, picklable value that travels from the driver to every task."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+MANIFEST_PREFIX = "mapreduce.manifest.committer."
+FILE_OUTPUT_PREFIX = "mapreduce.fileoutputcommitter."
+SPARK_HADOOP_PREFIX = "spark.hadoop."
+
+# Keys Hadoop knows that have no meaning here; they are accepted so a copied Hadoop or Spark configuration works.
+_IGNORED_KEYS = frozenset(
+    {
+        MANIFEST_PREFIX + "store.operations.classname",
+        FILE_OUTPUT_PREFIX + "algorithm.version",
+        FILE_OUTPUT_PREFIX + "algorithm.version.v1.experimental.mv.threads",
+        FILE_OUTPUT_PREFIX + "algorithm.version.v1.experimental.parallel.rename.recovery",
+        FILE_OUTPUT_PREFIX + "algorithm.version.v1.experimental.parallel.task.commit",
+        FILE_OUTPUT_PREFIX + "task.cleanup.enabled",
+        FILE_OUTPUT_PREFIX + "task.commit.retry.count",
+    }
+)
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    text = value.strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ConfigError(f"{key}: expected true or false, got {value!r}")
+
+
+def _parse_positive_int(key: str, value: str) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
+    if number < 1:
+        raise ConfigError(f"{key}: must be at least 1, got {value!r}")
+    return number
+
+
+def _parse_optional_path(key: str, value: str) -> str | None:
+    text = value.strip()
+    return text or None
+
+
+# Hadoop key -> (CommitterConfig field, parser)
+_HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+    MANIFEST_PREFIX + "io.threads": ("io_threads", _parse_positive_int),
+    MANIFEST_PREFIX + "writer.queue.capacity": ("writer_queue_capacity", _parse_positive_int),
+    MANIFEST_PREFIX + "manifest.save.attempts": ("manifest_save_attempts", _parse_positive_int),
+    MANIFEST_PREFIX + "delete.target.files": ("delete_target_files", _parse_bool),
+    MANIFEST_PREFIX + "validate.output": ("validate_output", _parse_bool),
+    MANIFEST_PREFIX + "summary.report.directory": ("summary_report_directory", _parse_optional_path),
+    MANIFEST_PREFIX + "diagnostics.manifest.directory": (
+        "diagnostics_manifest_directory",
+        _parse_optional_path,
+    ),
+    MANIFEST_PREFIX + "cleanup.parallel.delete": ("cleanup_parallel_delete", _parse_bool),
+    MANIFEST_PREFIX + "cleanup.parallel.delete.base.first": (
+        "cleanup_parallel_delete_base_first",
+        _parse_bool,
+    ),
+    FILE_OUTPUT_PREFIX + "marksuccessfuljobs": ("mark_successful_jobs", _parse_bool),
+    FILE_OUTPUT_PREFIX + "cleanup.skipped": ("cleanup_skipped", _parse_bool),
+    FILE_OUTPUT_PREFIX + "cleanup-failures.ignored": ("cleanup_failures_ignored", _parse_bool),
+}
+
+
+@dataclass(frozen=True)
+class CommitterConfig:
+    """Every setting of the committer, with Hadoop's defaults.
+
+    The first group mirrors Hadoop's keys (see ``from_hadoop_conf``); the second holds settings Hadoop has no
+    key for. ``manifest.save.attempts`` is honoured here, unlike Hadoop 3.5 where it is parsed and dropped.
+    """
+
+    io_threads: int = 32
+    writer_queue_capacity: int = 32
+    manifest_save_attempts: int = 5
+    delete_target_files: bool = False
+    validate_output: bool = False
+    summary_report_directory: str | None = None
+    diagnostics_manifest_directory: str | None = None
+    cleanup_parallel_delete: bool = True
+    cleanup_parallel_delete_base_first: bool = False
+    mark_successful_jobs: bool = True
+    cleanup_skipped: bool = False
+    cleanup_failures_ignored: bool = False
+
+    # Not in Hadoop.
+    save_retry_interval: float = 0.5
+    """Base sleep in seconds between manifest/summary save attempts; grows exponentially with jitter."""
+    store_retry_attempts: int = 5
+    """Attempts of a single store call that failed with a transient error."""
+    store_retry_interval: float = 0.2
+    """Base sleep in seconds between attempts of a transient store call."""
+    rename_batch_size: int = 128
+    """Most files one unit of work renames; batching keeps per-file overhead in microseconds."""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "io_threads",
+            "writer_queue_capacity",
+            "manifest_save_attempts",
+            "store_retry_attempts",
+            "rename_batch_size",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name}: must be an integer of at least 1, got {value!r}")
+        for name in ("save_retry_interval", "store_retry_interval"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigError(f"{name}: must be a number of seconds >= 0, got {value!r}")
+        for field in dataclasses.fields(self):
+            if field.type == "bool" and not isinstance(getattr(self, field.name), bool):
+                raise ConfigError(f"{field.name}: must be True or False, got {getattr(self, field.name)!r}")
+
+    @classmethod
+    def from_hadoop_conf(cls, conf: Mapping[str, str], **overrides: Any) -> CommitterConfig:
+        """Build a config from Hadoop/Spark keys, with or without the ``spark.hadoop.`` prefix.
+
+        Keys outside the committer's families are ignored, since callers pass whole Hadoop or Spark
+        configurations. Inside ``mapreduce.manifest.committer.`` and ``mapreduce.fileoutputcommitter.`` an unknown
+        key is an error naming it, so a typo never silently falls back to a default.
+        """
+        values: dict[str, Any] = {}
+        for raw_key, raw_value in conf.items():
+            key = raw_key.removeprefix(SPARK_HADOOP_PREFIX)
+            if not key.startswith((MANIFEST_PREFIX, FILE_OUTPUT_PREFIX)):
+                continue
+            if key in _IGNORED_KEYS:
+                log.debug("Ignoring Hadoop key %s: it has no meaning for this committer", raw_key)
+                continue
+            if key not in _HADOOP_KEYS:
+                raise ConfigError(f"{raw_key}: unknown committer configuration key")
+            text = raw_value if isinstance(raw_value, str) else str(raw_value)
+            if isinstance(raw_value, bool):
+                text = text.lower()
+            field_name, parse = _HADOOP_KEYS[key]
+            values[field_name] = parse(raw_key, text)
+        values.update(overrides)
+        return cls(**values)
+
+    def to_hadoop_conf(self) -> dict[str, str]:
+        """The Hadoop keys of this config, as strings; the inverse of ``from_hadoop_conf``."""
+        result: dict[str, str] = {}
+        for key, (field_name, _) in _HADOOP_KEYS.items():
+            value = getattr(self, field_name)
+            if value is None:
+                result[key] = ""
+            elif isinstance(value, bool):
+                result[key] = "true" if value else "false"
+            else:
+                result[key] = str(value)
+        return result
+
+
+HADOOP_KEYS = tuple(sorted(_HADOOP_KEYS))
+"""Every Hadoop key ``from_hadoop_conf`` understands (without the ``spark.hadoop.`` prefix)."""

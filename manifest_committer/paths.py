@@ -1,0 +1,72 @@
+"""Where a job keeps its state: Hadoop 3.5's directory layout under the destination."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from .errors import ConfigError
+from .manifest import MANIFEST_SUFFIX, TEMP_SUFFIX
+from .success_data import SUCCESS_MARKER
+
+TEMPORARY_DIR = "_temporary"
+_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*\Z")
+
+
+def check_id(kind: str, value: str) -> str:
+    """Ids become directory and file names, so they must be plain names: no ``/``, spaces or ``..``."""
+    if not isinstance(value, str) or not _ID_PATTERN.match(value) or ".." in value:
+        raise ConfigError(
+            f"{kind} {value!r} is not a valid id: use letters, digits and . _ : + - (no '/', spaces or '..')"
+        )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class JobPaths:
+    """The paths of one job attempt, in the store's own (decoded) path form.
+
+    ``$dest/_temporary/$jobId/$NN/{tasks/$taskAttemptId, manifests/$taskId-manifest.json}``, NN = ``%02d``.
+    """
+
+    dest: str
+    job_id: str
+    job_attempt: int = 0
+
+    @property
+    def temporary_dir(self) -> str:
+        return posixpath.join(self.dest, TEMPORARY_DIR)
+
+    @property
+    def job_dir(self) -> str:
+        return posixpath.join(self.temporary_dir, self.job_id)
+
+    @property
+    def job_attempt_dir(self) -> str:
+        return posixpath.join(self.job_dir, f"{self.job_attempt:02d}")
+
+    @property
+    def manifest_dir(self) -> str:
+        return posixpath.join(self.job_attempt_dir, "manifests")
+
+    @property
+    def task_attempts_dir(self) -> str:
+        return posixpath.join(self.job_attempt_dir, "tasks")
+
+    @property
+    def success_path(self) -> str:
+        return posixpath.join(self.dest, SUCCESS_MARKER)
+
+    @property
+    def temp_success_path(self) -> str:
+        return posixpath.join(self.job_attempt_dir, SUCCESS_MARKER + TEMP_SUFFIX)
+
+    def task_attempt_dir(self, task_attempt_id: str) -> str:
+        return posixpath.join(self.task_attempts_dir, task_attempt_id)
+
+    def manifest_path(self, task_id: str) -> str:
+        return posixpath.join(self.manifest_dir, task_id + MANIFEST_SUFFIX)
+
+    def temp_manifest_path(self, task_attempt_id: str) -> str:
+        return posixpath.join(self.manifest_dir, task_attempt_id + MANIFEST_SUFFIX + TEMP_SUFFIX)

@@ -1,0 +1,8 @@
+"""Store operations: the one interface through which stages touch a filesystem."""
+
+from __future__ import annotations
+
+from .factory import open_store
+from .operations import FileStatus, StoreCapabilities, StoreOperations
+
+__all__ = ["FileStatus", "StoreCapabilities", "StoreOperations", "open_store"]

@@ -1,0 +1,120 @@
+"""Local disk: POSIX calls directly, and a rename that never replaces an existing file."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+from typing import Any
+
+from ..urls import decode_path, encode_path, split_url
+from .operations import FileStatus, StoreCapabilities, StoreOperations
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+
+try:
+    _renameat2: Any = ctypes.CDLL(None, use_errno=True).renameat2
+    _renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    _renameat2.restype = ctypes.c_int
+except (AttributeError, OSError):
+    _renameat2 = None
+
+
+def _link_then_unlink(source: str, dest: str) -> None:
+    # link() fails with EEXIST if dest exists, so no file there is ever replaced.
+    os.link(source, dest)
+    os.unlink(source)
+
+
+class LocalStore(StoreOperations):
+    """Local filesystem; ``rename_file`` is atomic and refuses to replace (``renameat2(RENAME_NOREPLACE)``)."""
+
+    capabilities = StoreCapabilities(atomic_rename=True, etags_preserved_in_rename=False, real_directories=True)
+
+    def __init__(self, fs: Any) -> None:
+        super().__init__(fs, "file")
+        self._use_renameat2 = _renameat2 is not None
+
+    def to_url(self, path: str) -> str:
+        return "file://" + encode_path(path)
+
+    def from_url(self, url: str) -> str:
+        scheme, authority, path = split_url(url)
+        if scheme not in ("file", ""):
+            raise ValueError(f"{url} is not a file: URL")
+        if authority not in ("", "localhost"):
+            raise ValueError(f"{url} names a remote host")
+        return decode_path(path)
+
+    def info(self, path: str) -> FileStatus | None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        is_dir = os.path.isdir(path)
+        return FileStatus(path=path, size=0 if is_dir else st.st_size, is_dir=is_dir)
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        result = []
+        with os.scandir(path) as entries:
+            for entry in entries:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                size = 0 if is_dir else entry.stat(follow_symlinks=False).st_size
+                result.append(FileStatus(path=entry.path, size=size, is_dir=is_dir))
+        return result
+
+    def mkdirs(self, path: str) -> None:
+        try:
+            os.makedirs(path, exist_ok=True)
+        except FileExistsError:
+            raise FileExistsError(errno.EEXIST, "a file is in the way of a directory", path) from None
+        except NotADirectoryError:
+            raise FileExistsError(errno.ENOTDIR, "a file is in the way of a parent directory", path) from None
+
+    def rename_file(self, source: str, dest: str) -> None:
+        if self._use_renameat2:
+            if _renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(dest), _RENAME_NOREPLACE) == 0:
+                return
+            code = ctypes.get_errno()
+            if code not in (errno.EINVAL, errno.ENOSYS):
+                raise OSError(code, os.strerror(code), source, None, dest)
+            self._use_renameat2 = False  # this filesystem lacks RENAME_NOREPLACE
+        _link_then_unlink(source, dest)
+
+    def delete_file(self, path: str) -> bool:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def delete_dir(self, path: str) -> bool:
+        try:
+            shutil.rmtree(path)
+        except FileNotFoundError:
+            return False
+        except NotADirectoryError:
+            os.unlink(path)
+        return True
+
+    def remove_empty_dir(self, path: str) -> bool:
+        try:
+            os.rmdir(path)
+        except OSError:
+            return False
+        return True
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as handle:
+            return handle.read()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+
+    def copy_file(self, source: str, dest: str) -> None:
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copyfile(source, dest)

@@ -1,0 +1,161 @@
+"""The store-operations contract, and its generic binding over any fsspec filesystem.
+
+fsspec's ``mv`` is copy-then-delete on object stores and overwrites silently, so this layer defines the
+operations the protocol needs, each with one exact promise. Stages ask capability flags, never schemes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..urls import decode_path, encode_path, split_url
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    """What a listing or probe tells about one path."""
+
+    path: str
+    size: int
+    is_dir: bool
+    etag: str | None = None
+    checksum: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCapabilities:
+    """What a store guarantees, so stages can choose behaviour without looking at schemes."""
+
+    atomic_rename: bool
+    """``rename_file`` is one atomic operation: no state where both or neither path holds the file."""
+    etags_preserved_in_rename: bool
+    """A renamed file keeps its etag, so validation can compare etags from task commit."""
+    real_directories: bool
+    """Directories exist on their own (POSIX); object stores only imply them from file names."""
+
+
+class StoreOperations:
+    """Store calls with precise promises, bound to one fsspec filesystem.
+
+    Paths are the filesystem's own decoded paths (``/data/out`` locally, ``bucket/out`` on object stores);
+    ``to_url``/``from_url`` convert to and from the percent-encoded URLs that manifests hold.
+    """
+
+    capabilities = StoreCapabilities(atomic_rename=False, etags_preserved_in_rename=False, real_directories=False)
+
+    def __init__(self, fs: Any, scheme: str) -> None:
+        self.fs = fs
+        self.scheme = scheme
+        self._rename_lock = threading.Lock()
+
+    # --- URLs -------------------------------------------------------------------------------------------------
+
+    def to_url(self, path: str) -> str:
+        """The percent-encoded URL of a path, as written into manifests and ``_SUCCESS``."""
+        return f"{self.scheme}://{encode_path(path)}"
+
+    def from_url(self, url: str) -> str:
+        """The path of a URL this store wrote (or Hadoop wrote); raises ``ValueError`` for another store."""
+        scheme, authority, path = split_url(url)
+        if scheme != self.scheme:
+            raise ValueError(f"{url} is not a {self.scheme}:// URL")
+        return decode_path(f"{authority}{path}" if authority else path.lstrip("/"))
+
+    @staticmethod
+    def join(parent: str, *names: str) -> str:
+        return posixpath.join(parent, *names)
+
+    @staticmethod
+    def parent(path: str) -> str:
+        return posixpath.dirname(path.rstrip("/"))
+
+    # --- probes -----------------------------------------------------------------------------------------------
+
+    def info(self, path: str) -> FileStatus | None:
+        """Status of a path, or ``None`` if nothing is there."""
+        try:
+            raw = self.fs.info(path)
+        except FileNotFoundError:
+            return None
+        return self._status(raw)
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        """Direct children of a directory; ``FileNotFoundError`` if it does not exist."""
+        if not self.fs.isdir(path):
+            raise FileNotFoundError(path)
+        return [self._status(raw) for raw in self.fs.ls(path, detail=True)]
+
+    def _status(self, raw: dict[str, Any]) -> FileStatus:
+        etag = raw.get("etag") or raw.get("ETag")
+        checksum = raw.get("crc32c") or raw.get("md5Hash") or raw.get("content_md5")
+        return FileStatus(
+            path=self.fs._strip_protocol(raw["name"]),
+            size=int(raw.get("size") or 0),
+            is_dir=raw.get("type") == "directory",
+            etag=str(etag).strip('"') if etag else None,
+            checksum=str(checksum) if checksum else None,
+        )
+
+    # --- changes ----------------------------------------------------------------------------------------------
+
+    def mkdirs(self, path: str) -> None:
+        """Create a directory and its parents; fine if it exists; ``FileExistsError`` if a file is in the way."""
+        status = self.info(path)
+        if status is not None and not status.is_dir:
+            raise FileExistsError(f"{path}: a file is in the way of a directory")
+        self.fs.makedirs(path, exist_ok=True)
+
+    def rename_file(self, source: str, dest: str) -> None:
+        """Move one file; ``FileExistsError`` if anything is at ``dest``, ``FileNotFoundError`` if no source.
+
+        This generic binding checks then moves under a lock, which is exact within one process only.
+        """
+        with self._rename_lock:
+            if self.fs.exists(dest):
+                raise FileExistsError(f"rename destination exists: {dest}")
+            if not self.fs.isfile(source):
+                raise FileNotFoundError(f"rename source not found: {source}")
+            self.fs.mv(source, dest)
+
+    def delete_file(self, path: str) -> bool:
+        """Delete one file; ``False`` if nothing was there."""
+        try:
+            self.fs.rm_file(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def delete_dir(self, path: str) -> bool:
+        """Delete a directory tree; ``False`` if nothing was there."""
+        if not self.fs.exists(path):
+            return False
+        self.fs.rm(path, recursive=True)
+        return True
+
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove a directory only if it is empty; ``False`` if it is missing or holds anything."""
+        try:
+            if self.fs.ls(path):
+                return False
+            self.fs.rmdir(path)
+        except (FileNotFoundError, OSError):
+            return False
+        return True
+
+    def read_bytes(self, path: str) -> bytes:
+        data: bytes = self.fs.cat_file(path)
+        return data
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write a whole file, replacing any file there."""
+        self.fs.pipe_file(path, data)
+
+    def copy_file(self, source: str, dest: str) -> None:
+        self.fs.copy(source, dest)
+
+    def is_transient(self, error: BaseException) -> bool:
+        """True for errors a retry may cure (timeouts, lost connections, throttling)."""
+        return isinstance(error, TimeoutError | ConnectionError)

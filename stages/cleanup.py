@@ -1,0 +1,90 @@
+"""Cleanup: delete this job's temporary directory, and nothing of any other job."""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+
+from ..parallel import run_bounded
+from ..statistic_names import JOB_STAGE_CLEANUP, OP_LIST_STATUS
+from .base import Stage
+
+log = logging.getLogger(__name__)
+
+
+class CleanupOutcome(enum.Enum):
+    DISABLED = "disabled"
+    NOTHING_TO_CLEAN_UP = "nothing to clean up"
+    DELETED = "deleted"
+    PARALLEL_DELETE = "parallel delete"
+    FAILURE = "failure"
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupArguments:
+    enabled: bool = True
+    parallel: bool = True
+    base_first: bool = False
+    suppress_errors: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupResult:
+    outcome: CleanupOutcome
+    delete_calls: int
+    error: BaseException | None = None
+
+
+class CleanupStage(Stage[CleanupArguments, CleanupResult]):
+    """Delete ``_temporary/$jobId`` (task attempt directories first, in parallel, where asked), then
+    ``_temporary`` itself only if no other job uses it.
+
+    Hadoop deletes all of ``_temporary`` (its defect D10), which breaks concurrent jobs into one destination.
+    Postcondition: no state of this job is left, unless the outcome is ``FAILURE``.
+    """
+
+    name = JOB_STAGE_CLEANUP
+
+    def execute(self, arguments: CleanupArguments) -> CleanupResult:
+        if not arguments.enabled:
+            return CleanupResult(CleanupOutcome.DISABLED, 0)
+        job_dir = self.paths.job_dir
+        if self.info(job_dir) is None:
+            return CleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP, 0)
+        calls = 0
+        outcome = CleanupOutcome.DELETED
+        error: BaseException | None = None
+        job_dir_deleted = False
+        try:
+            if arguments.parallel:
+                if arguments.base_first:
+                    calls += 1
+                    try:
+                        self.delete_dir(job_dir)
+                        job_dir_deleted = True
+                    except OSError as base_error:
+                        log.info("Base-first delete of %s failed, deleting in parallel: %s", job_dir, base_error)
+                if not job_dir_deleted:
+                    calls += self._delete_task_attempts_in_parallel()
+                    outcome = CleanupOutcome.PARALLEL_DELETE
+            if not job_dir_deleted:
+                calls += 1
+                self.delete_dir(job_dir)
+            # Last job out turns off the light: remove _temporary only if nothing else is in it.
+            self.store.remove_empty_dir(self.paths.temporary_dir)
+        except Exception as failure:
+            outcome, error = CleanupOutcome.FAILURE, failure
+            log.warning("%s: cleanup of %s failed: %s", self.name, self.store.to_url(job_dir), failure)
+            if not arguments.suppress_errors:
+                raise
+        return CleanupResult(outcome, calls, error)
+
+    def _delete_task_attempts_in_parallel(self) -> int:
+        try:
+            attempts = self.call(OP_LIST_STATUS, lambda: self.store.list_dir(self.paths.task_attempts_dir))
+        except FileNotFoundError:
+            return 0
+        directories = [status.path for status in attempts if status.is_dir]
+        run_bounded(self.context.pool, directories, self.delete_dir, max_in_flight=self.context.max_in_flight)
+        return len(directories)

@@ -1,0 +1,230 @@
+"""LoadManifests: read, validate and spill every task manifest before anything in the destination changes."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..entry_file import EntryFile, Row
+from ..errors import DuplicateDestinationError, JobStateError, ManifestError
+from ..iostatistics import IOStatisticsSnapshot
+from ..manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
+from ..parallel import run_bounded
+from ..paths import TEMPORARY_DIR
+from ..statistic_names import (
+    COMMITTER_TASK_MANIFEST_FILE_SIZE,
+    JOB_STAGE_LOAD_MANIFESTS,
+    OP_LIST_STATUS,
+    OP_LOAD_ALL_MANIFESTS,
+    OP_LOAD_MANIFEST,
+)
+from ..store import FileStatus
+from ..urls import has_relative_segments
+from .base import Stage
+
+log = logging.getLogger(__name__)
+
+# Which status wins when tasks saw a directory differently: a file in the way must be dealt with; a
+# directory that any task found missing must be (idempotently) created; "dir" is only trusted if all agree.
+_STATUS_PRECEDENCE = {
+    EntryStatus.DIR: 0,
+    EntryStatus.CREATED_DIR: 0,
+    EntryStatus.UNKNOWN: 1,
+    EntryStatus.NOT_FOUND: 1,
+    EntryStatus.FILE: 2,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TargetDirectory:
+    """A destination directory the job's files go into."""
+
+    path: str
+    level: int
+    status: EntryStatus
+
+
+@dataclass(frozen=True, slots=True)
+class LoadManifestsArguments:
+    spill_directory: str | None = None
+    """Local directory for the spill file; the system temp directory if ``None``."""
+
+
+@dataclass
+class LoadManifestsResult:
+    """Everything job commit needs from the manifests; the file list itself lives in ``entry_file``."""
+
+    entry_file: EntryFile
+    directories: list[TargetDirectory]
+    task_ids: list[str] = field(default_factory=list)
+    task_attempt_ids: list[str] = field(default_factory=list)
+    manifest_bytes: int = 0
+
+    @property
+    def manifest_count(self) -> int:
+        return len(self.task_ids)
+
+    @property
+    def file_count(self) -> int:
+        return self.entry_file.file_count
+
+    @property
+    def total_size(self) -> int:
+        return self.entry_file.total_size
+
+
+@dataclass(frozen=True, slots=True)
+class _LoadedManifest:
+    task_id: str
+    task_attempt_id: str
+    manifest_url: str
+    rows: list[Row]
+    directories: list[TargetDirectory]
+    iostatistics: IOStatisticsSnapshot
+    size: int
+
+
+class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
+    """Load ``manifests/*-manifest.json`` in parallel, streaming each file list to a local spill file.
+
+    Every manifest is checked before the caller may touch the destination: right type and version, this job
+    and attempt, named after its own task, sources inside its own task attempt directory, destinations inside
+    the destination (no ``..``, other scheme or bucket, or ``_temporary``), and no destination claimed twice
+    across all manifests. Memory holds at most ``io.threads + writer.queue.capacity`` manifests, one hash per
+    file and the directory set. Postcondition: nothing in the store has changed.
+    """
+
+    name = JOB_STAGE_LOAD_MANIFESTS
+
+    def execute(self, arguments: LoadManifestsArguments) -> LoadManifestsResult:
+        manifest_dir = self.paths.manifest_dir
+        try:
+            listing = self.call(OP_LIST_STATUS, lambda: self.store.list_dir(manifest_dir))
+        except FileNotFoundError:
+            raise JobStateError(
+                f"{self.store.to_url(manifest_dir)}: no manifest directory: job {self.paths.job_id} was never set "
+                "up, or was already committed or aborted"
+            ) from None
+        manifests = sorted((s for s in listing if s.path.rstrip("/").endswith(MANIFEST_SUFFIX)), key=lambda s: s.path)
+        entry_file = EntryFile(arguments.spill_directory)
+        result = LoadManifestsResult(entry_file, [])
+        directories: dict[str, TargetDirectory] = {}
+        dest_hashes: set[int] = set()
+
+        def absorb(loaded: _LoadedManifest) -> None:
+            for row in loaded.rows:
+                key = hash(row[1])
+                if key in dest_hashes:
+                    self._confirm_duplicate(entry_file, loaded, row)
+                dest_hashes.add(key)
+            entry_file.append(loaded.task_attempt_id, loaded.rows)
+            for target in loaded.directories:
+                known = directories.get(target.path)
+                if known is None or _STATUS_PRECEDENCE[target.status] > _STATUS_PRECEDENCE[known.status]:
+                    directories[target.path] = target
+            self.stats.merge(loaded.iostatistics)
+            self.stats.add_sample(COMMITTER_TASK_MANIFEST_FILE_SIZE, loaded.size)
+            result.task_ids.append(loaded.task_id)
+            result.task_attempt_ids.append(loaded.task_attempt_id)
+            result.manifest_bytes += loaded.size
+
+        try:
+            with self.stats.track(OP_LOAD_ALL_MANIFESTS):
+                run_bounded(
+                    self.context.pool,
+                    manifests,
+                    self._load_one,
+                    max_in_flight=self.context.max_in_flight,
+                    on_result=absorb,
+                )
+        except BaseException:
+            entry_file.close()
+            raise
+        result.directories = sorted(directories.values(), key=lambda d: (d.level, d.path))
+        log.info(
+            "%s: loaded %d manifests (%d bytes) listing %d files, %d bytes, %d directories",
+            self.name,
+            result.manifest_count,
+            result.manifest_bytes,
+            result.file_count,
+            result.total_size,
+            len(result.directories),
+        )
+        return result
+
+    def _load_one(self, status: FileStatus) -> _LoadedManifest:
+        store = self.store
+        url = store.to_url(status.path)
+        if status.is_dir or status.size == 0:
+            raise ManifestError(f"{url}: not a valid manifest file: {'a directory' if status.is_dir else 'empty'}")
+        with self.stats.track(OP_LOAD_MANIFEST):
+            data = self.context.store_retry.call(lambda: store.read_bytes(status.path))
+        manifest = TaskManifest.from_json(data, url)
+        self._check_identity(manifest, status.path, url)
+        rows, directories = self._targets(manifest, url)
+        return _LoadedManifest(
+            manifest.task_id,
+            manifest.task_attempt_id,
+            url,
+            rows,
+            directories,
+            manifest.iostatistics,
+            len(data),
+        )
+
+    def _check_identity(self, manifest: TaskManifest, path: str, url: str) -> None:
+        paths = self.paths
+        if manifest.job_id != paths.job_id:
+            raise ManifestError(f"{url}: manifest of job {manifest.job_id!r}, not of this job {paths.job_id!r}")
+        if manifest.job_attempt_number != paths.job_attempt:
+            raise ManifestError(
+                f"{url}: manifest of job attempt {manifest.job_attempt_number}, not of attempt {paths.job_attempt}"
+            )
+        if path.rstrip("/").rsplit("/", 1)[-1] != manifest.task_id + MANIFEST_SUFFIX:
+            raise ManifestError(f"{url}: file name does not match the manifest's task id {manifest.task_id!r}")
+        expected = paths.task_attempt_dir(manifest.task_attempt_id)
+        if self._path_of(manifest.task_attempt_dir, url, "taskAttemptDir") != expected:
+            raise ManifestError(
+                f"{url}: taskAttemptDir {manifest.task_attempt_dir} is not the directory of task attempt "
+                f"{manifest.task_attempt_id} in this job ({self.store.to_url(expected)})"
+            )
+
+    def _targets(self, manifest: TaskManifest, url: str) -> tuple[list[Row], list[TargetDirectory]]:
+        source_prefix = self.paths.task_attempt_dir(manifest.task_attempt_id) + "/"
+        dest_prefix = self.paths.dest.rstrip("/") + "/"
+        temporary_prefix = dest_prefix + TEMPORARY_DIR + "/"
+        rows: list[Row] = []
+        for entry in manifest.files:
+            source = self._path_of(entry.source, url, "source")
+            dest = self._path_of(entry.dest, url, "destination")
+            if not source.startswith(source_prefix) or has_relative_segments(source):
+                raise ManifestError(
+                    f"{url}: source {entry.source} lies outside the directory of task attempt "
+                    f"{manifest.task_attempt_id}"
+                )
+            if not dest.startswith(dest_prefix) or dest.startswith(temporary_prefix) or has_relative_segments(dest):
+                raise ManifestError(f"{url}: destination {entry.dest} lies outside the job's destination")
+            rows.append((source, dest, entry.size, entry.etag, entry.dest))
+        directories = []
+        for directory in manifest.directories:
+            path = self._path_of(directory.dir, url, "directory").rstrip("/")
+            if not path.startswith(dest_prefix) or path.startswith(temporary_prefix) or has_relative_segments(path):
+                raise ManifestError(f"{url}: directory {directory.dir} lies outside the job's destination")
+            directories.append(TargetDirectory(path, directory.level, directory.status))
+        return rows, directories
+
+    def _path_of(self, value: str, url: str, what: str) -> str:
+        try:
+            return self.store.from_url(value)
+        except ValueError as error:
+            raise ManifestError(f"{url}: {what} {value} is not in this job's store: {error}") from None
+
+    def _confirm_duplicate(self, entry_file: EntryFile, loaded: _LoadedManifest, row: Row) -> None:
+        """A hash matched: look the destination up exactly (rare, so a rescan of the spill file is fine)."""
+        for chunk in entry_file.chunks():
+            for other in chunk.rows:
+                if other[1] == row[1]:
+                    raise DuplicateDestinationError(
+                        f"{row[4]}: destination claimed by two tasks: {chunk.task_attempt_id} and "
+                        f"{loaded.task_attempt_id} ({loaded.manifest_url}); nothing was committed"
+                    )

@@ -1,0 +1,46 @@
+"""SetupJob: create the job attempt's directories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import JobStateError, OutputConflictError
+from ..statistic_names import JOB_STAGE_SETUP, OP_MKDIRS
+from .base import Stage
+
+
+@dataclass(frozen=True, slots=True)
+class SetupJobArguments:
+    delete_success_marker: bool
+    """Remove an older ``_SUCCESS`` so it cannot be mistaken for this job's (Hadoop does the same)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SetupJobResult:
+    job_attempt_dir: str
+
+
+class SetupJobStage(Stage[SetupJobArguments, SetupJobResult]):
+    """Create ``manifests/`` and ``tasks/`` under a new job attempt directory.
+
+    Precondition: the job attempt directory does not exist (a new attempt number gets a new one) and the
+    destination is not a file. Postcondition: both directories exist; ``_SUCCESS`` is gone if asked.
+    """
+
+    name = JOB_STAGE_SETUP
+
+    def execute(self, arguments: SetupJobArguments) -> SetupJobResult:
+        dest = self.info(self.paths.dest)
+        if dest is not None and not dest.is_dir:
+            raise OutputConflictError(f"{self.store.to_url(self.paths.dest)}: destination is a file, not a directory")
+        attempt_dir = self.paths.job_attempt_dir
+        if self.info(attempt_dir) is not None:
+            raise JobStateError(
+                f"{self.store.to_url(attempt_dir)}: job {self.paths.job_id} attempt {self.paths.job_attempt} "
+                "was already set up; use a new job id or attempt number"
+            )
+        self.call(OP_MKDIRS, lambda: self.store.mkdirs(self.paths.manifest_dir))
+        self.call(OP_MKDIRS, lambda: self.store.mkdirs(self.paths.task_attempts_dir))
+        if arguments.delete_success_marker:
+            self.delete_file(self.paths.success_path)
+        return SetupJobResult(attempt_dir)
