@@ -6,7 +6,7 @@ import copy
 import logging
 import posixpath
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -65,6 +65,7 @@ class ManifestCommitter:
         storage_options: dict[str, Any] | None = None,
         *,
         job_id_source: str = "JobID",
+        store_wrapper: Callable[[StoreOperations], StoreOperations] | None = None,
     ) -> None:
         check_id("job id", job_id)
         if isinstance(job_attempt, bool) or not isinstance(job_attempt, int) or not 0 <= job_attempt <= 99:
@@ -73,7 +74,9 @@ class ManifestCommitter:
         self.storage_options = dict(storage_options or {})
         self.destination = destination
         self.job_id_source = job_id_source
-        self._store, dest_path = open_store(destination, self.storage_options)
+        store, dest_path = open_store(destination, self.storage_options)
+        # A wrapper sees every store call of every stage: the way tests inject faults and latency.
+        self._store = store_wrapper(store) if store_wrapper is not None else store
         self.paths = JobPaths(dest_path, job_id, job_attempt)
         self._job_stats = StatisticsStore()
 

@@ -1,0 +1,157 @@
+"""A store wrapper that injects faults and latency, for the committer's tests and users' own chaos tests.
+
+Faults are data: which operation, which paths, before or after the call takes effect, what to raise, how often.
+Everything random comes from one seeded generator, so a failing run can be replayed exactly.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .operations import FileStatus, StoreOperations
+
+OPERATIONS = (
+    "info",
+    "list_dir",
+    "mkdirs",
+    "rename_file",
+    "delete_file",
+    "delete_dir",
+    "remove_empty_dir",
+    "read_bytes",
+    "write_bytes",
+    "copy_file",
+)
+
+
+def _timeout() -> BaseException:
+    return TimeoutError("injected timeout")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One rule: calls of ``operation`` on a path containing ``path_contains`` fail.
+
+    ``when="before"``: the call never reaches the store. ``when="after"``: the call takes effect and then
+    raises, like a rename whose answer was lost. ``times`` bounds how many calls fail (``None``: no bound);
+    ``rate`` is the chance that a matching call fails.
+    """
+
+    operation: str
+    path_contains: str = ""
+    when: Literal["before", "after"] = "before"
+    error: Callable[[], BaseException] = _timeout
+    times: int | None = 1
+    rate: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.operation not in OPERATIONS:
+            raise ValueError(f"unknown store operation {self.operation!r}; one of {', '.join(OPERATIONS)}")
+        if not 0.0 <= self.rate <= 1.0:
+            raise ValueError(f"fault rate must lie in [0, 1], got {self.rate}")
+
+
+class FaultInjectingStore(StoreOperations):
+    """Wraps another store; every call may sleep ``latency`` seconds and may fail as the faults say."""
+
+    def __init__(
+        self, inner: StoreOperations, faults: Sequence[Fault] = (), *, seed: int = 0, latency: float = 0.0
+    ) -> None:
+        self.inner = inner
+        self.fs = inner.fs
+        self.scheme = inner.scheme
+        self.capabilities = inner.capabilities
+        self.latency = latency
+        self._faults = list(faults)
+        self._remaining = [fault.times for fault in self._faults]
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self.calls: Counter[str] = Counter()
+        """Calls per operation, injected failures included."""
+        self.injected: Counter[str] = Counter()
+        """Injected failures per operation."""
+
+    def add_fault(self, fault: Fault) -> None:
+        with self._lock:
+            self._faults.append(fault)
+            self._remaining.append(fault.times)
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+            self._remaining.clear()
+
+    def _pick(self, operation: str, path: str) -> Fault | None:
+        with self._lock:
+            self.calls[operation] += 1
+            for index, fault in enumerate(self._faults):
+                if fault.operation != operation or fault.path_contains not in path:
+                    continue
+                remaining = self._remaining[index]
+                if remaining is not None and remaining <= 0:
+                    continue
+                if fault.rate < 1.0 and self._random.random() >= fault.rate:
+                    continue
+                if remaining is not None:
+                    self._remaining[index] = remaining - 1
+                self.injected[operation] += 1
+                return fault
+        return None
+
+    def _run(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
+        if self.latency:
+            time.sleep(self.latency)
+        fault = self._pick(operation, path)
+        if fault is None:
+            return call()
+        if fault.when == "after":
+            call()
+        raise fault.error()
+
+    def to_url(self, path: str) -> str:
+        return self.inner.to_url(path)
+
+    def from_url(self, url: str) -> str:
+        return self.inner.from_url(url)
+
+    def is_transient(self, error: BaseException) -> bool:
+        return self.inner.is_transient(error)
+
+    def info(self, path: str) -> FileStatus | None:
+        result: FileStatus | None = self._run("info", path, lambda: self.inner.info(path))
+        return result
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        result: list[FileStatus] = self._run("list_dir", path, lambda: self.inner.list_dir(path))
+        return result
+
+    def mkdirs(self, path: str) -> None:
+        self._run("mkdirs", path, lambda: self.inner.mkdirs(path))
+
+    def rename_file(self, source: str, dest: str) -> None:
+        self._run("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
+
+    def delete_file(self, path: str) -> bool:
+        return bool(self._run("delete_file", path, lambda: self.inner.delete_file(path)))
+
+    def delete_dir(self, path: str) -> bool:
+        return bool(self._run("delete_dir", path, lambda: self.inner.delete_dir(path)))
+
+    def remove_empty_dir(self, path: str) -> bool:
+        return bool(self._run("remove_empty_dir", path, lambda: self.inner.remove_empty_dir(path)))
+
+    def read_bytes(self, path: str) -> bytes:
+        result: bytes = self._run("read_bytes", path, lambda: self.inner.read_bytes(path))
+        return result
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._run("write_bytes", path, lambda: self.inner.write_bytes(path, data))
+
+    def copy_file(self, source: str, dest: str) -> None:
+        self._run("copy_file", f"{source} -> {dest}", lambda: self.inner.copy_file(source, dest))
