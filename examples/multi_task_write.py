@@ -18,6 +18,8 @@ import uuid
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
+from concurrent_log_handler import ConcurrentRotatingFileHandler
+
 import manifest_committer as mc
 from manifest_committer.cli import format_success
 
@@ -32,6 +34,16 @@ class TaskPlan:
     task_index: int
     rows: int
     fail_first_attempt: bool
+    log_file: str
+
+
+def configure_logging(log_file: str) -> None:
+    """Driver and workers append to one log file; the handler's lock keeps their lines whole."""
+    handler = ConcurrentRotatingFileHandler(log_file, maxBytes=10_000_000, backupCount=2)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
 
 
 class SimulatedCrashError(RuntimeError):
@@ -62,6 +74,7 @@ def write_partitions(task: mc.TaskAttempt, plan: TaskPlan, attempt: int) -> int:
 
 def run_task(plan: TaskPlan) -> str:
     """One task in a worker process: its own committer object, attempts until one commits."""
+    configure_logging(plan.log_file)
     committer = mc.ManifestCommitter(plan.destination, job_id=plan.job_id)
     task_id = f"task_{plan.task_index:05d}"
     for attempt in range(2):
@@ -83,17 +96,19 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--rows", type=int, default=50_000, help="rows per task")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-
     if os.path.isdir(args.dest):
         shutil.rmtree(args.dest)
+    log_file = os.path.join(os.path.dirname(os.path.abspath(args.dest)), "committer.log")
+    os.makedirs(os.path.dirname(log_file), exist_ok=True)
+    configure_logging(log_file)
     job_id = f"job-{uuid.uuid4()}"
     config = mc.CommitterConfig(validate_output=True, summary_report_directory=os.path.dirname(args.dest) or ".")
     driver = mc.ManifestCommitter(args.dest, job_id=job_id, config=config, job_id_source="example")
     driver.setup_job()
     print(f"Job {job_id}: {args.tasks} tasks x {args.rows:,} rows into {driver.destination_url}")
     plans = [
-        TaskPlan(args.dest, job_id, index, args.rows, fail_first_attempt=index == 3) for index in range(args.tasks)
+        TaskPlan(args.dest, job_id, index, args.rows, fail_first_attempt=index == 3, log_file=log_file)
+        for index in range(args.tasks)
     ]
     with ProcessPoolExecutor(max_workers=min(args.tasks, os.cpu_count() or 2)) as workers:
         try:
@@ -107,7 +122,7 @@ def main() -> int:
     print(format_success(summary, f"{args.dest}/_SUCCESS", max_filenames=5))
     rows, files = count_rows(args.dest)
     expected = args.tasks * args.rows
-    print(f"\nRead back {rows:,} rows from {files} files; expected {expected:,}.")
+    print(f"\nRead back {rows:,} rows from {files} files; expected {expected:,}. Log: {log_file}")
     return 0 if rows == expected else 1
 
 

@@ -40,7 +40,7 @@ class RetryPolicy:
 
         self._retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(attempts),
-            wait=tenacity.wait_exponential_jitter(initial=initial_wait, max=max_wait, jitter=initial_wait),
+            wait=tenacity.wait_exponential_jitter(multiplier=initial_wait, max=max_wait, jitter=initial_wait),
             retry=tenacity.retry_if_exception(is_retryable),
             before_sleep=before_sleep,
             reraise=True,

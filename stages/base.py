@@ -79,11 +79,12 @@ class Stage(ABC, Generic[ArgT, ResultT]):
             raise JobStateError(f"stage {self.name} of job {self.paths.job_id} attempted twice")
         self._applied = True
         self.context.active_stage = self.name
-        log.info("%s: starting (job %s)", self.name, self.paths.job_id)
+        stage_log = logging.getLogger(type(self).__module__)
+        stage_log.info("%s: starting (job %s)", self.name, self.paths.job_id)
         start = time.perf_counter()
         with self.stats.track(self.name):
             result = self.execute(arguments)
-        log.info("%s: finished in %.3f s", self.name, time.perf_counter() - start)
+        stage_log.info("%s: finished in %.3f s", self.name, time.perf_counter() - start)
         return result
 
     @abstractmethod

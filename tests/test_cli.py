@@ -1,0 +1,103 @@
+"""The command line: readable output for people, raw JSON on request, one-line errors and no tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+import manifest_committer as mc
+from manifest_committer.cli import main
+
+
+def _committed_job(destination: str, report_dir: str) -> mc.ManifestCommitter:
+    config = mc.CommitterConfig(summary_report_directory=report_dir)
+    committer = mc.ManifestCommitter(destination, job_id="job-cli", config=config)
+    committer.setup_job()
+    task = committer.setup_task("task_00000", "attempt_00000_0")
+    with task.fs.open(task.work_path + "/dt=2026-11-22/part 0%.csv", "wb") as handle:
+        handle.write(b"a,b\n1,2\n")
+    committer.commit_task(task)
+    committer.commit_job()
+    return committer
+
+
+def test_success_prints_outcome_files_and_counters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = str(tmp_path / "out")
+    _committed_job(dest, str(tmp_path / "reports"))
+    assert main(["success", dest + "/_SUCCESS"]) == 0
+    out = capsys.readouterr().out
+    assert "Outcome:    SUCCESS" in out
+    assert "job-cli" in out
+    assert "dt=2026-11-22/part%200%25.csv" in out
+    assert "committer_files_committed" in out
+    assert "Committed:  1 files, 8 bytes" in out
+
+
+def test_success_reads_a_summary_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = str(tmp_path / "out")
+    _committed_job(dest, str(tmp_path / "reports"))
+    assert main(["success", str(tmp_path / "reports" / "summary-job-cli.json")]) == 0
+    assert "mapreduce.manifest.committer.io.threads: 32" in capsys.readouterr().out
+
+
+def test_success_json_is_the_raw_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = str(tmp_path / "out")
+    _committed_job(dest, str(tmp_path / "reports"))
+    assert main(["success", "--json", dest + "/_SUCCESS"]) == 0
+    document = orjson.loads(capsys.readouterr().out)
+    assert document["name"] == "org.apache.hadoop.fs.s3a.commit.files.SuccessData/1"
+    assert document["jobId"] == "job-cli"
+
+
+def test_manifest_prints_files_and_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = str(tmp_path / "out")
+    committer = mc.ManifestCommitter(dest, job_id="job-m")
+    committer.setup_job()
+    task = committer.setup_task("task_00007", "attempt_00007_1")
+    with task.fs.open(task.work_path + "/a/b/c.txt", "wb") as handle:
+        handle.write(b"12345")
+    committer.commit_task(task)
+    path = committer.paths.manifest_path("task_00007")
+    assert main(["manifest", path]) == 0
+    out = capsys.readouterr().out
+    assert "attempt_00007_1" in out
+    assert "Files:         1 (5 bytes)" in out
+    assert "not_found" in out
+    assert main(["manifest", "--json", path]) == 0
+    assert orjson.loads(capsys.readouterr().out)["taskID"] == "task_00007"
+
+
+@pytest.mark.parametrize(
+    ("content", "command", "expected"),
+    [
+        (None, "success", "file not found"),
+        (b"", "success", "zero-byte _SUCCESS marker"),
+        (b"{not json", "success", "failed to read JSON"),
+        (b'{"name": "other"}', "success", "not a success file"),
+        (b'{"type": "x", "version": 1}', "manifest", "not a task manifest"),
+    ],
+)
+def test_bad_files_give_one_line_error_and_nonzero_status(
+    tmp_path: Path, content: bytes | None, command: str, expected: str
+) -> None:
+    path = tmp_path / "file.json"
+    if content is not None:
+        path.write_bytes(content)
+    result = subprocess.run(
+        [sys.executable, "-m", "manifest_committer.cli", command, str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("manifest-committer: error: ")
+    assert str(path) in lines[0]
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
