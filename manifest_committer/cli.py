@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._json import read_url
-from .errors import CommitterError
+from .errors import CommitterError, ManifestError
 from .iostatistics import IOStatisticsSnapshot
 from .manifest import EntryStatus, TaskManifest
 from .success_data import SuccessData
+from .urls import decode_path
 
 
 def _statistics_lines(stats: IOStatisticsSnapshot) -> list[str]:
@@ -131,12 +132,23 @@ def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
+def _read(path: str, options: dict[str, Any]) -> bytes:
+    """Read a file; a percent-encoded URL pasted from a manifest or ``_SUCCESS`` is decoded if need be."""
+    try:
+        return read_url(path, options)
+    except ManifestError:
+        decoded = decode_path(path) if "%" in path else path
+        if decoded == path:
+            raise
+        return read_url(decoded, options)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; errors print one line to stderr and return a non-zero status."""
     args = _parser().parse_args(argv)
     try:
         options = _storage_options(args.storage_option)
-        data = read_url(args.path, options)
+        data = _read(args.path, options)
         if args.command == "success":
             success = SuccessData.from_json(data, args.path)
             text = success.to_json().decode() if args.json else format_success(success, args.path)

@@ -7,10 +7,16 @@ they are. The same rules here keep files byte-compatible and round-trip every pa
 
 from __future__ import annotations
 
+import unicodedata
 import urllib.parse
 
 # Characters java.net.URI accepts unescaped in a path: unreserved, punctuation, '/' and the separators below.
 _PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()" + ";:@&=+$," + "/")
+
+
+# java.net.URI quotes a non-ASCII character only if Character.isSpaceChar (Zs, Zl, Zp) or isISOControl (Cc) holds;
+# format, private-use and unassigned characters stay raw. Lone surrogates (Cs) cannot be encoded and raise.
+_ESCAPED_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cs"})
 
 
 def _needs_escape(char: str) -> bool:
@@ -18,8 +24,7 @@ def _needs_escape(char: str) -> bool:
         return False
     if ord(char) < 0x80:
         return True
-    # java.net.URI keeps non-ASCII "other" characters, but not controls or spaces.
-    return char.isspace() or not char.isprintable()
+    return unicodedata.category(char) in _ESCAPED_CATEGORIES
 
 
 def encode_path(path: str) -> str:

@@ -14,7 +14,7 @@ from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE
 from ..success_data import SuccessData
 from .base import Stage
 from .cleanup import CleanupArguments, CleanupResult, CleanupStage
-from .commit_job import COMMIT_STARTED_MARKER
+from .commit_job import COMMIT_FINISHED_MARKER, COMMIT_STARTED_MARKER
 from .load_manifests import LoadManifestsArguments, LoadManifestsStage
 
 log = logging.getLogger(__name__)
@@ -38,9 +38,9 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
 
     A file counts as moved by this job when its source is gone and the destination holds a file of the
     manifest's size (and etag): on an atomic-rename store only this job's rename can have done that. A job
-    whose ``_SUCCESS`` is in place was committed and is not reverted. Cleanup errors are logged, not raised,
-    as in Hadoop, so an abort never hides the failure that caused it. Repeatable: a second abort finds
-    nothing and succeeds.
+    whose commit finished (its ``commit-finished`` marker or its ``_SUCCESS`` is in place) is not reverted.
+    Cleanup errors are logged, not raised, as in Hadoop, so an abort never hides the failure that caused it.
+    Repeatable: a second abort finds nothing and succeeds.
     """
 
     name = JOB_STAGE_ABORT
@@ -62,6 +62,8 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         return AbortJobResult(reverted, removed, cleanup)
 
     def _committed(self) -> bool:
+        if self.info(posixpath.join(self.paths.job_attempt_dir, COMMIT_FINISHED_MARKER)) is not None:
+            return True
         if self.info(self.paths.success_path) is None:
             return False
         try:

@@ -32,6 +32,10 @@ COMMIT_STARTED_MARKER = "commit-started"
 """Written in the job attempt directory before the first change to the destination, so abort knows
 whether there is anything to revert."""
 
+COMMIT_FINISHED_MARKER = "commit-finished"
+"""Written in the job attempt directory once the output is complete (and ``_SUCCESS`` saved), so abort never
+reverts a committed job, even without ``_SUCCESS`` or after another job replaced it."""
+
 
 @dataclass(frozen=True, slots=True)
 class CommitJobArguments:
@@ -81,6 +85,8 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         success.iostatistics = self.stats.snapshot()
         if self.config.mark_successful_jobs:
             SaveSuccessStage(self.context).apply(SaveSuccessArguments(success))
+        finished_marker = posixpath.join(self.paths.job_attempt_dir, COMMIT_FINISHED_MARKER)
+        self.call(OP_SAVE_FILE, lambda: self.store.write_bytes(finished_marker, b""))
 
         cleanup = CleanupStage(self.context).apply(
             CleanupArguments(

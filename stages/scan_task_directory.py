@@ -32,6 +32,8 @@ class ScanResult:
 class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
     """Depth-first listing of ``tasks/$taskAttemptId``; every file maps to the same relative path under dest.
 
+    Hadoop's checksummed local filesystem writes ``.<name>.crc`` beside each file and hides it from listings;
+    such side files are left out here too, so a task written by Hadoop commits what Hadoop would commit.
     Each subdirectory (empty ones too) becomes a DirEntry with its depth and what the destination holds there
     now (probed only while the parent exists, as Hadoop does). Everything is committed, hidden files too.
     Precondition: the attempt directory exists, else a ``JobStateError`` naming it.
@@ -59,15 +61,18 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                     ) from None
                 raise
             subdirs: list[FileStatus] = []
+            file_names = {_name(child) for child in children if not child.is_dir}
             for child in sorted(children, key=lambda c: c.path):
-                name = child.path.rstrip("/").rsplit("/", 1)[-1]
+                name = _name(child)
                 if child.is_dir:
                     subdirs.append(child)
+                    continue
+                if _is_checksum_of_sibling(name, file_names):
                     continue
                 dest = self.store.join(dest_dir, name)
                 files.append(FileEntry(to_url(child.path), to_url(dest), child.size, child.etag))
             for child in reversed(subdirs):
-                name = child.path.rstrip("/").rsplit("/", 1)[-1]
+                name = _name(child)
                 child_dest = self.store.join(dest_dir, name)
                 status = EntryStatus.NOT_FOUND
                 if dest_exists:
@@ -83,3 +88,12 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         self.stats.add_sample(COMMITTER_TASK_DIRECTORY_COUNT, len(directories))
         self.stats.add_sample(COMMITTER_TASK_DIRECTORY_DEPTH, max_depth)
         return ScanResult(files, directories)
+
+
+def _name(status: FileStatus) -> str:
+    return status.path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _is_checksum_of_sibling(name: str, file_names: set[str]) -> bool:
+    """``.part-0.crc`` beside ``part-0``: a checksum side file of Hadoop's ChecksumFileSystem."""
+    return name.startswith(".") and name.endswith(".crc") and name[1:-4] in file_names

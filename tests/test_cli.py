@@ -71,6 +71,15 @@ def test_manifest_prints_files_and_directories(tmp_path: Path, capsys: pytest.Ca
     assert orjson.loads(capsys.readouterr().out)["taskID"] == "task_00007"
 
 
+def test_a_percent_encoded_url_from_a_manifest_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dest = str(tmp_path / "out put")
+    committer = _committed_job(dest, str(tmp_path / "reports"))
+    url = committer.store.to_url(committer.paths.success_path)
+    assert "%20" in url
+    assert main(["success", url]) == 0
+    assert "Outcome:    SUCCESS" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("content", "command", "expected"),
     [

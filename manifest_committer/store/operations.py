@@ -6,12 +6,20 @@ operations the protocol needs, each with one exact promise. Stages ask capabilit
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from ..urls import decode_path, encode_path, split_url
+
+_GLOB_CHARACTERS = ("*", "?", "[")
+
+
+def _has_glob_characters(*paths: str) -> bool:
+    """fsspec's ``mv``, ``copy`` and ``rm`` expand these as a glob pattern, even in a path meant literally."""
+    return any(char in path for path in paths for char in _GLOB_CHARACTERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +114,10 @@ class StoreOperations:
         status = self.info(path)
         if status is not None and not status.is_dir:
             raise FileExistsError(f"{path}: a file is in the way of a directory")
-        self.fs.makedirs(path, exist_ok=True)
+        try:
+            self.fs.makedirs(path, exist_ok=True)
+        except NotADirectoryError:
+            raise FileExistsError(f"{path}: a file is in the way of a parent directory") from None
 
     def rename_file(self, source: str, dest: str) -> None:
         """Move one file; ``FileExistsError`` if anything is at ``dest``, ``FileNotFoundError`` if no source.
@@ -118,7 +129,12 @@ class StoreOperations:
                 raise FileExistsError(f"rename destination exists: {dest}")
             if not self.fs.isfile(source):
                 raise FileNotFoundError(f"rename source not found: {source}")
-            self.fs.mv(source, dest)
+            if _has_glob_characters(source, dest):
+                # mv would glob-expand the source (a file named "a[1]" is "not found", "a?" moves into a dir).
+                self.fs.cp_file(source, dest)
+                self.fs.rm_file(source)
+            else:
+                self.fs.mv(source, dest)
 
     def delete_file(self, path: str) -> bool:
         """Delete one file; ``False`` if nothing was there."""
@@ -132,8 +148,26 @@ class StoreOperations:
         """Delete a directory tree; ``False`` if nothing was there."""
         if not self.fs.exists(path):
             return False
-        self.fs.rm(path, recursive=True)
+        if _has_glob_characters(path):
+            self._delete_tree_literally(path)
+        else:
+            self.fs.rm(path, recursive=True)
         return True
+
+    def _delete_tree_literally(self, path: str) -> None:
+        """Delete file by file: ``rm("dt=?")`` would glob-expand and delete ``dt=1``, ``dt=2``, ... too."""
+        if self.fs.isfile(path):
+            self.fs.rm_file(path)
+            return
+        directories = [path]
+        for name, detail in self.fs.find(path, withdirs=True, detail=True).items():
+            if detail.get("type") == "directory":
+                directories.append(name)
+            else:
+                self.fs.rm_file(name)
+        for directory in sorted(set(directories), key=len, reverse=True):
+            with contextlib.suppress(FileNotFoundError):  # an implied directory vanishes with its last file
+                self.fs.rmdir(directory)
 
     def remove_empty_dir(self, path: str) -> bool:
         """Remove a directory only if it is empty; ``False`` if it is missing or holds anything."""
@@ -154,7 +188,7 @@ class StoreOperations:
         self.fs.pipe_file(path, data)
 
     def copy_file(self, source: str, dest: str) -> None:
-        self.fs.copy(source, dest)
+        self.fs.cp_file(source, dest)  # one file, literally: copy() would glob-expand the source
 
     def is_transient(self, error: BaseException) -> bool:
         """True for errors a retry may cure (timeouts, lost connections, throttling)."""

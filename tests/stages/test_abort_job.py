@@ -1,0 +1,108 @@
+"""AbortJobStage: reverts what an interrupted job commit moved, then deletes this job's state."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from manifest_committer.errors import JobStateError
+from manifest_committer.stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
+from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.cleanup import CleanupOutcome
+from manifest_committer.stages.commit_job import CommitJobArguments, CommitJobStage
+from manifest_committer.statistic_names import JOB_STAGE_ABORT
+from manifest_committer.store import Fault, FaultInjectingStore
+from tests.fixtures.stage_context import (
+    FAST_CONFIG,
+    commit_task,
+    dest_path,
+    exists,
+    fresh,
+    make_context,
+    set_up_job,
+    task_ids,
+)
+
+SERIAL = replace(FAST_CONFIG, io_threads=1, rename_batch_size=1)
+
+
+def abort(context: StageContext) -> AbortJobResult:
+    return AbortJobStage(context).apply(AbortJobArguments())
+
+
+def interrupted_commit(destination: str) -> StageContext:
+    """Two tasks of three files each; the job commit fails on the fifth rename, after moving four files."""
+    context = make_context(destination, config=SERIAL)
+    context.store.write_bytes(dest_path(context, "before.csv"), b"was here before the job")
+    set_up_job(context)
+    commit_task(context, 0, {"p=0/f0.csv": b"00", "p=0/f1.csv": b"01", "p=0/f2.csv": b"02"})
+    commit_task(context, 1, {"p=1/f3.csv": b"13", "p=1/f4.csv": b"14", "p=1/f5.csv": b"15"})
+    faulty = FaultInjectingStore(context.store, [Fault("rename_file", "f4.csv", error=lambda: PermissionError("x"))])
+    with pytest.raises(PermissionError):
+        CommitJobStage(fresh(context, store=faulty)).apply(CommitJobArguments())
+    moved = [n for n in range(6) if exists(context, dest_path(context, f"p={n // 3}/f{n}.csv"))]
+    assert moved == [0, 1, 2, 3], "the commit moved some files before it failed"
+    return fresh(context)
+
+
+def test_reverts_an_interrupted_job_commit(destination: str) -> None:
+    context = interrupted_commit(destination)
+    result = abort(context)
+    assert result.files_reverted == 4
+    assert result.directories_removed == 2
+    assert result.cleanup.outcome is CleanupOutcome.PARALLEL_DELETE
+    names = sorted(s.path.rsplit("/", 1)[-1] for s in context.store.list_dir(context.paths.dest))
+    assert names == ["before.csv"], "the destination is as it was before the job"
+    assert context.store.read_bytes(dest_path(context, "before.csv")) == b"was here before the job"
+    assert context.stats.snapshot().counters[JOB_STAGE_ABORT] == 1
+    assert context.active_stage == JOB_STAGE_ABORT
+
+
+def test_a_second_abort_does_nothing_and_succeeds(destination: str) -> None:
+    context = interrupted_commit(destination)
+    abort(context)
+    again = abort(fresh(context))
+    assert (again.files_reverted, again.directories_removed) == (0, 0)
+    assert again.cleanup.outcome is CleanupOutcome.NOTHING_TO_CLEAN_UP
+    assert exists(context, dest_path(context, "before.csv"))
+
+
+def test_without_a_started_commit_only_the_job_state_goes(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    commit_task(context, 0, {"f.csv": b"x"})
+    context.store.write_bytes(dest_path(context, "f.csv"), b"x")  # same size: must not be taken for this job's
+    result = abort(fresh(context))
+    assert (result.files_reverted, result.directories_removed) == (0, 0)
+    assert not exists(context, context.paths.job_dir)
+    assert context.store.read_bytes(dest_path(context, "f.csv")) == b"x"
+
+
+def test_a_committed_job_is_not_reverted(destination: str) -> None:
+    context = make_context(destination, config=replace(SERIAL, cleanup_skipped=True))
+    set_up_job(context)
+    commit_task(context, 0, {"f.csv": b"x"})
+    CommitJobStage(fresh(context)).apply(CommitJobArguments())
+    result = abort(fresh(context))
+    assert result.files_reverted == 0
+    assert result.cleanup.outcome is CleanupOutcome.DISABLED
+    assert context.store.read_bytes(dest_path(context, "f.csv")) == b"x"
+    assert exists(context, context.paths.success_path)
+
+
+def test_other_jobs_are_untouched(destination: str) -> None:
+    other = make_context(destination, job_id="job_other")
+    set_up_job(other)
+    commit_task(other, 0, {"theirs.csv": b"t"})
+    context = interrupted_commit(destination)
+    abort(context)
+    assert exists(other, other.paths.manifest_path(task_ids(0)[0]))
+    assert exists(other, other.paths.temporary_dir)
+
+
+def test_applied_twice_raises(destination: str) -> None:
+    stage = AbortJobStage(make_context(destination))
+    stage.apply(AbortJobArguments())
+    with pytest.raises(JobStateError, match="attempted twice"):
+        stage.apply(AbortJobArguments())

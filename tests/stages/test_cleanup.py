@@ -1,0 +1,114 @@
+"""CleanupStage: deletes this job's directory under _temporary, and only that."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from manifest_committer.errors import JobStateError
+from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.cleanup import CleanupArguments, CleanupOutcome, CleanupResult, CleanupStage
+from manifest_committer.statistic_names import JOB_STAGE_CLEANUP, OP_DELETE_DIR
+from manifest_committer.store import Fault, FaultInjectingStore
+from tests.fixtures.stage_context import exists, fresh, make_context, set_up_job, task_ids, write_task_output
+
+
+def job_with_tasks(destination: str, job_id: str = "job_a", tasks: int = 3) -> StageContext:
+    context = make_context(destination, job_id=job_id)
+    set_up_job(context)
+    for index in range(tasks):
+        write_task_output(context, task_ids(index)[1], {"part/f.csv": b"x"})
+    return fresh(context)
+
+
+def clean(context: StageContext, **arguments: bool) -> CleanupResult:
+    return CleanupStage(context).apply(CleanupArguments(**arguments))
+
+
+def test_parallel_delete_of_task_attempts_then_the_job(destination: str) -> None:
+    context = job_with_tasks(destination)
+    with ThreadPoolExecutor(2) as pool:
+        context.pool = pool
+        result = clean(context)
+    assert result == CleanupResult(CleanupOutcome.PARALLEL_DELETE, 4)
+    assert not exists(context, context.paths.job_dir)
+    assert not exists(context, context.paths.temporary_dir), "the last job out removes _temporary"
+    assert exists(context, context.paths.dest)
+    counters = context.stats.snapshot().counters
+    assert counters[OP_DELETE_DIR] == 4
+    assert counters[JOB_STAGE_CLEANUP] == 1
+
+
+def test_serial_delete_is_one_call(destination: str) -> None:
+    context = job_with_tasks(destination)
+    assert clean(context, parallel=False) == CleanupResult(CleanupOutcome.DELETED, 1)
+    assert not exists(context, context.paths.job_dir)
+
+
+def test_base_first_is_one_call(destination: str) -> None:
+    context = job_with_tasks(destination)
+    assert clean(context, base_first=True) == CleanupResult(CleanupOutcome.DELETED, 1)
+    assert not exists(context, context.paths.job_dir)
+
+
+def test_base_first_falls_back_to_parallel_delete(destination: str) -> None:
+    context = job_with_tasks(destination)
+    faulty = FaultInjectingStore(context.store, [Fault("delete_dir", error=lambda: OSError("busy"))])
+    context.store = faulty
+    result = clean(context, base_first=True)
+    assert result.outcome is CleanupOutcome.PARALLEL_DELETE
+    assert result.delete_calls == 1 + 3 + 1
+    assert faulty.injected["delete_dir"] == 1
+    assert not exists(context, context.paths.job_dir)
+
+
+def test_only_this_jobs_directory_is_deleted(destination: str) -> None:
+    other = job_with_tasks(destination, job_id="job_b", tasks=1)
+    context = job_with_tasks(destination, job_id="job_a")
+    context.store.write_bytes(f"{context.paths.dest}/data.csv", b"committed earlier")
+    clean(context)
+    assert not exists(context, context.paths.job_dir)
+    assert exists(context, context.paths.temporary_dir), "_temporary is kept while another job uses it"
+    assert exists(other, other.paths.manifest_dir)
+    assert exists(other, f"{other.paths.task_attempt_dir(task_ids(0)[1])}/part/f.csv")
+    assert context.store.read_bytes(f"{context.paths.dest}/data.csv") == b"committed earlier"
+
+
+def test_other_attempts_of_the_same_job_go_too(destination: str) -> None:
+    first = job_with_tasks(destination)
+    second = make_context(destination, job_id="job_a", job_attempt=1)
+    set_up_job(second)
+    clean(fresh(second))
+    assert not exists(first, first.paths.job_dir)
+
+
+def test_disabled_touches_nothing(destination: str) -> None:
+    context = job_with_tasks(destination)
+    assert clean(context, enabled=False) == CleanupResult(CleanupOutcome.DISABLED, 0)
+    assert exists(context, context.paths.manifest_dir)
+
+
+def test_nothing_to_clean_up(destination: str) -> None:
+    context = make_context(destination)
+    assert clean(context) == CleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP, 0)
+
+
+def test_a_failure_is_raised_unless_suppressed(destination: str) -> None:
+    context = job_with_tasks(destination)
+    context.store = FaultInjectingStore(
+        context.store, [Fault("delete_dir", error=lambda: PermissionError("denied"), times=None)]
+    )
+    with pytest.raises(PermissionError, match="denied"):
+        clean(fresh(context), parallel=False)
+    result = clean(fresh(context), parallel=False, suppress_errors=True)
+    assert result.outcome is CleanupOutcome.FAILURE
+    assert isinstance(result.error, PermissionError)
+    assert exists(context, context.paths.job_dir)
+
+
+def test_applied_twice_raises(destination: str) -> None:
+    stage = CleanupStage(make_context(destination))
+    stage.apply(CleanupArguments())
+    with pytest.raises(JobStateError, match="attempted twice"):
+        stage.apply(CleanupArguments())

@@ -1,0 +1,174 @@
+"""CommitJobStage: load, create directories, rename, validate, save _SUCCESS, clean up."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from manifest_committer.errors import JobStateError, ManifestError, OutputValidationError
+from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.cleanup import CleanupOutcome
+from manifest_committer.stages.commit_job import (
+    COMMIT_STARTED_MARKER,
+    CommitJobArguments,
+    CommitJobResult,
+    CommitJobStage,
+)
+from manifest_committer.statistic_names import (
+    COMMITTER_BYTES_COMMITTED,
+    COMMITTER_COMMIT_JOB,
+    COMMITTER_FILES_COMMITTED,
+    COMMITTER_TASKS_COMPLETED,
+    JOB_STAGE_CREATE_TARGET_DIRS,
+    JOB_STAGE_LOAD_MANIFESTS,
+    JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
+    JOB_STAGE_RENAME_FILES,
+)
+from manifest_committer.store import Fault, FaultInjectingStore
+from manifest_committer.success_data import SuccessData
+from tests.fixtures.stage_context import FAST_CONFIG, commit_task, dest_path, exists, fresh, make_context, set_up_job
+
+FILES = {0: {"year=2024/a.csv": b"aaa", "b.csv": b"b"}, 1: {"year=2024/c.csv": b"cc", "year=2025/d.csv": b"dddd"}}
+
+
+def job(destination: str, **config: object) -> StageContext:
+    context = make_context(destination, config=replace(FAST_CONFIG, **config))  # type: ignore[arg-type]
+    set_up_job(context)
+    for index, files in FILES.items():
+        commit_task(context, index, files)
+    return fresh(context)
+
+
+def commit(context: StageContext) -> CommitJobResult:
+    return CommitJobStage(context).apply(CommitJobArguments())
+
+
+def test_commits_every_file_and_writes_success(destination: str) -> None:
+    context = job(destination)
+    with ThreadPoolExecutor(4) as pool:
+        committing = fresh(context, pool=pool)
+        result = commit(committing)
+    for files in FILES.values():
+        for name, data in files.items():
+            assert context.store.read_bytes(dest_path(context, name)) == data
+    assert (result.manifests_loaded, result.files_committed, result.already_committed) == (2, 4, False)
+    assert result.cleanup is not None and result.cleanup.outcome is CleanupOutcome.PARALLEL_DELETE
+    assert not exists(context, context.paths.temporary_dir)
+
+    saved = SuccessData.from_json(context.store.read_bytes(context.paths.success_path))
+    assert saved == result.success
+    assert saved.success and saved.job_id == context.paths.job_id
+    assert saved.diagnostics["stage"] == COMMITTER_COMMIT_JOB
+    expected = sorted(context.store.to_url(dest_path(context, n)) for f in FILES.values() for n in f)
+    assert saved.filenames == expected
+    counters = saved.iostatistics.counters
+    assert counters[COMMITTER_FILES_COMMITTED] == 4
+    assert counters[COMMITTER_BYTES_COMMITTED] == 10
+    assert counters[COMMITTER_TASKS_COMPLETED] == 2
+    for stage in (JOB_STAGE_LOAD_MANIFESTS, JOB_STAGE_CREATE_TARGET_DIRS, JOB_STAGE_RENAME_FILES):
+        assert counters[stage] == 1, stage
+    assert JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT not in counters
+    assert committing.stats.snapshot().counters[COMMITTER_COMMIT_JOB] == 1
+    assert committing.active_stage == COMMITTER_COMMIT_JOB
+
+
+def test_a_rerun_after_success_returns_the_saved_summary(destination: str) -> None:
+    context = job(destination)
+    first = commit(context)
+    again = commit(fresh(context))
+    assert again.already_committed
+    assert again.success == first.success
+    assert again.files_committed == 0
+
+
+def test_a_rerun_after_a_crash_finishes_the_job(destination: str) -> None:
+    context = job(destination, io_threads=1, rename_batch_size=1)
+    faulty = FaultInjectingStore(context.store, [Fault("rename_file", "c.csv", error=lambda: PermissionError("x"))])
+    with pytest.raises(PermissionError):
+        commit(fresh(context, store=faulty))
+    assert exists(context, posix_join(context.paths.job_attempt_dir, COMMIT_STARTED_MARKER))
+    result = commit(fresh(context))
+    assert result.files_committed == 4
+    assert result.success.iostatistics.counters[COMMITTER_FILES_COMMITTED] == 4
+    assert context.store.read_bytes(dest_path(context, "year=2024/c.csv")) == b"cc"
+
+
+def posix_join(*parts: str) -> str:
+    return "/".join(parts)
+
+
+def test_validation_runs_before_success_is_written(destination: str) -> None:
+    context = job(destination, validate_output=True)
+    faulty = FaultInjectingStore(context.store, [Fault("info", "d.csv", error=lambda: PermissionError("probe"))])
+    with pytest.raises(PermissionError, match="probe"):
+        commit(fresh(context, store=faulty))
+    assert not exists(context, context.paths.success_path)
+    assert exists(context, context.paths.manifest_dir), "no cleanup after a failed validation"
+
+
+def test_validation_when_enabled(destination: str) -> None:
+    context = job(destination, validate_output=True)
+    result = commit(context)
+    assert result.success.iostatistics.counters[JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT] == 1
+
+
+def test_validation_failure_names_the_file(destination: str) -> None:
+    context = job(destination, validate_output=True)
+
+    class Shrinking(FaultInjectingStore):
+        def rename_file(self, source: str, dest: str) -> None:
+            super().rename_file(source, dest)
+            if dest.endswith("d.csv"):
+                self.inner.delete_file(dest)
+                self.inner.write_bytes(dest, b"d")
+
+    with pytest.raises(OutputValidationError, match=r"d\.csv"):
+        commit(fresh(context, store=Shrinking(context.store)))
+    assert not exists(context, context.paths.success_path)
+
+
+def test_no_success_marker_when_turned_off(destination: str) -> None:
+    context = job(destination, mark_successful_jobs=False)
+    result = commit(context)
+    assert not exists(context, context.paths.success_path)
+    assert result.success.success
+    assert exists(context, dest_path(context, "b.csv"))
+
+
+def test_cleanup_skipped_keeps_the_job_state(destination: str) -> None:
+    context = job(destination, cleanup_skipped=True)
+    result = commit(context)
+    assert result.cleanup is not None and result.cleanup.outcome is CleanupOutcome.DISABLED
+    assert exists(context, context.paths.manifest_dir)
+
+
+def test_a_bad_manifest_touches_nothing_in_the_destination(destination: str) -> None:
+    context = job(destination)
+    context.store.write_bytes(context.paths.manifest_path("task_20241122_0001_m_000009"), b"{broken")
+    with pytest.raises(ManifestError, match="task_20241122_0001_m_000009"):
+        commit(context)
+    names = sorted(s.path.rsplit("/", 1)[-1] for s in context.store.list_dir(context.paths.dest))
+    assert names == ["_temporary"]
+    assert not exists(context, posix_join(context.paths.job_attempt_dir, COMMIT_STARTED_MARKER))
+
+
+def test_manifests_are_kept_for_diagnosis(destination: str, tmp_path: Path) -> None:
+    keep = tmp_path / "kept manifests"
+    context = job(destination, diagnostics_manifest_directory=str(keep))
+    result = commit(context)
+    copies = sorted(p.name for p in (keep / context.paths.job_id).iterdir())
+    assert copies == ["task_20241122_0001_m_000000-manifest.json", "task_20241122_0001_m_000001-manifest.json"]
+    assert json.loads((keep / context.paths.job_id / copies[0]).read_bytes())["jobId"] == context.paths.job_id
+    assert result.success.diagnostics["manifests"].endswith(context.paths.job_id)
+
+
+def test_applied_twice_raises(destination: str) -> None:
+    context = job(destination)
+    stage = CommitJobStage(context)
+    stage.apply(CommitJobArguments())
+    with pytest.raises(JobStateError, match="attempted twice"):
+        stage.apply(CommitJobArguments())

@@ -1,0 +1,137 @@
+"""CreateDirectoriesStage: makes leaf directories only, deleting files that are in the way."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from manifest_committer.errors import JobStateError
+from manifest_committer.manifest import EntryStatus
+from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.create_directories import (
+    CreateDirectoriesArguments,
+    CreateDirectoriesResult,
+    CreateDirectoriesStage,
+)
+from manifest_committer.stages.load_manifests import TargetDirectory
+from manifest_committer.statistic_names import (
+    JOB_STAGE_CREATE_TARGET_DIRS,
+    OP_CREATE_DIRECTORIES,
+    OP_DELETE,
+    OP_DELETE_FILE_UNDER_DESTINATION,
+    OP_MKDIR_RETURNED_FALSE,
+    OP_MKDIRS,
+    OP_PREPARE_DIR_ANCESTORS,
+)
+from tests.fixtures.stage_context import dest_path, make_context, set_up_job
+
+
+def target(context: StageContext, relative: str, status: EntryStatus = EntryStatus.NOT_FOUND) -> TargetDirectory:
+    return TargetDirectory(dest_path(context, relative), relative.count("/") + 1, status)
+
+
+def create(context: StageContext, *targets: TargetDirectory) -> CreateDirectoriesResult:
+    return CreateDirectoriesStage(context).apply(CreateDirectoriesArguments(list(targets)))
+
+
+def is_dir(context: StageContext, relative: str) -> bool:
+    status = context.store.info(dest_path(context, relative))
+    return status is not None and status.is_dir
+
+
+def prepared(destination: str) -> StageContext:
+    setup = make_context(destination)
+    set_up_job(setup)
+    return make_context(destination)
+
+
+def test_only_leaves_are_created(destination: str) -> None:
+    context = prepared(destination)
+    result = create(
+        context,
+        target(context, "a/b/c"),
+        target(context, "a"),
+        target(context, "a/b"),
+        target(context, "d"),
+        target(context, "a/x"),
+    )
+    assert result.created == frozenset(dest_path(context, p) for p in ("a/b/c", "d", "a/x"))
+    for relative in ("a", "a/b", "a/b/c", "d", "a/x"):
+        assert is_dir(context, relative), relative
+    counters = context.stats.snapshot().counters
+    assert counters[OP_MKDIRS] == 3
+    assert counters[JOB_STAGE_CREATE_TARGET_DIRS] == 1
+    assert counters[OP_CREATE_DIRECTORIES] == 1
+    assert OP_PREPARE_DIR_ANCESTORS not in counters, "no file was recorded in the way"
+
+
+def test_directories_seen_as_existing_are_trusted(destination: str) -> None:
+    context = prepared(destination)
+    context.store.mkdirs(dest_path(context, "there"))
+    result = create(context, target(context, "there", EntryStatus.DIR), target(context, "vanished", EntryStatus.DIR))
+    assert result.created == frozenset()
+    assert context.stats.snapshot().counters.get(OP_MKDIRS, 0) == 0
+    assert not is_dir(context, "vanished"), "not re-probed: the rename stage recreates a vanished parent"
+
+
+def test_existing_directories_with_another_status_are_fine(destination: str) -> None:
+    context = prepared(destination)
+    context.store.mkdirs(dest_path(context, "a/b"))
+    context.store.write_bytes(dest_path(context, "a/b/keep.csv"), b"k")
+    result = create(context, target(context, "a/b", EntryStatus.NOT_FOUND))
+    assert result.created == frozenset({dest_path(context, "a/b")})
+    assert context.store.read_bytes(dest_path(context, "a/b/keep.csv")) == b"k"
+
+
+def test_a_file_recorded_in_the_way_is_deleted(destination: str) -> None:
+    context = prepared(destination)
+    context.store.write_bytes(dest_path(context, "year=2024"), b"a file where a directory must go")
+    result = create(context, target(context, "year=2024", EntryStatus.FILE), target(context, "year=2024/m=1"))
+    assert is_dir(context, "year=2024/m=1")
+    assert result.created == frozenset({dest_path(context, "year=2024/m=1")})
+    counters = context.stats.snapshot().counters
+    assert counters[OP_PREPARE_DIR_ANCESTORS] == 1
+    assert counters[OP_DELETE] == 1
+
+
+def test_a_file_at_a_leaf_found_by_mkdirs_is_deleted(destination: str) -> None:
+    context = prepared(destination)
+    context.store.write_bytes(dest_path(context, "leaf"), b"appeared after task commit")
+    result = create(context, target(context, "leaf", EntryStatus.NOT_FOUND))
+    assert is_dir(context, "leaf")
+    assert result.created == frozenset({dest_path(context, "leaf")})
+    counters = context.stats.snapshot().counters
+    assert counters[OP_MKDIR_RETURNED_FALSE] == 1
+    assert counters[OP_DELETE_FILE_UNDER_DESTINATION] == 1
+
+
+def test_a_file_at_an_ancestor_of_a_leaf_is_deleted(destination: str) -> None:
+    context = prepared(destination)
+    context.store.write_bytes(dest_path(context, "p"), b"a file above the leaf")
+    create(context, target(context, "p/q/r", EntryStatus.NOT_FOUND))
+    assert is_dir(context, "p") and is_dir(context, "p/q/r")
+    assert context.stats.snapshot().counters[OP_DELETE_FILE_UNDER_DESTINATION] == 1
+
+
+def test_parallel_with_a_pool(destination: str) -> None:
+    context = prepared(destination)
+    targets = [target(context, f"part={n}/sub") for n in range(30)] + [target(context, f"part={n}") for n in range(30)]
+    with ThreadPoolExecutor(4) as pool:
+        context.pool = pool
+        result = create(context, *targets)
+    assert len(result.created) == 30
+    assert all(is_dir(context, f"part={n}/sub") for n in range(30))
+
+
+def test_nothing_to_create(destination: str) -> None:
+    context = prepared(destination)
+    assert create(context).created == frozenset()
+
+
+def test_applied_twice_raises(destination: str) -> None:
+    context = prepared(destination)
+    stage = CreateDirectoriesStage(context)
+    stage.apply(CreateDirectoriesArguments([]))
+    with pytest.raises(JobStateError, match="attempted twice"):
+        stage.apply(CreateDirectoriesArguments([]))

@@ -1,0 +1,315 @@
+"""LoadManifestsStage: reads and checks every manifest, spills the file list, merges directories."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from manifest_committer.errors import DuplicateDestinationError, JobStateError, ManifestError
+from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.load_manifests import (
+    LoadManifestsArguments,
+    LoadManifestsResult,
+    LoadManifestsStage,
+    TargetDirectory,
+)
+from manifest_committer.statistic_names import (
+    COMMITTER_TASK_MANIFEST_FILE_SIZE,
+    JOB_STAGE_LOAD_MANIFESTS,
+    OP_LOAD_ALL_MANIFESTS,
+    OP_LOAD_MANIFEST,
+    TASK_STAGE_SCAN_DIRECTORY,
+)
+from tests.fixtures.stage_context import commit_task, dest_path, fresh, make_context, set_up_job, task_ids
+
+
+def load(context: StageContext) -> LoadManifestsResult:
+    return LoadManifestsStage(context).apply(LoadManifestsArguments())
+
+
+def save_manifest(
+    context: StageContext,
+    index: int,
+    files: list[tuple[str, int]] = (),  # type: ignore[assignment]
+    directories: list[tuple[str, EntryStatus]] = (),  # type: ignore[assignment]
+) -> TaskManifest:
+    """Write a hand-made manifest of task ``index`` (files and directories relative to the destination)."""
+    task_id, attempt_id = task_ids(index)
+    to_url = context.store.to_url
+    source_root = context.paths.task_attempt_dir(attempt_id)
+    manifest = TaskManifest(
+        job_id=context.paths.job_id,
+        job_attempt_number=context.paths.job_attempt,
+        task_id=task_id,
+        task_attempt_id=attempt_id,
+        task_attempt_dir=to_url(source_root),
+        files=[
+            FileEntry(to_url(f"{source_root}/{name}"), to_url(dest_path(context, name)), size) for name, size in files
+        ],
+        directories=[
+            DirEntry(to_url(dest_path(context, name)), status, name.count("/") + 1) for name, status in directories
+        ],
+    )
+    context.store.write_bytes(context.paths.manifest_path(task_id), manifest.to_json())
+    return manifest
+
+
+def test_spills_every_file_and_summarises(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    first = commit_task(context, 0, {"a/one.csv": b"1", "two.csv": b"22"})
+    second = commit_task(context, 1, {"a/three.csv": b"333"})
+    loading = fresh(context)
+    result = load(loading)
+    with result.entry_file:
+        chunks = list(result.entry_file.chunks())
+        assert sorted(chunk.task_attempt_id for chunk in chunks) == [task_ids(0)[1], task_ids(1)[1]]
+        rows = sorted(row for chunk in chunks for row in chunk.rows)
+        expected = sorted(
+            (
+                context.store.from_url(entry.source),
+                context.store.from_url(entry.dest),
+                entry.size,
+                entry.etag,
+                entry.dest,
+            )
+            for entry in first.files + second.files
+        )
+        assert rows == expected
+        assert result.file_count == 3
+        assert result.total_size == 6
+    assert result.task_ids == [task_ids(0)[0], task_ids(1)[0]]
+    assert result.task_attempt_ids == [task_ids(0)[1], task_ids(1)[1]]
+    assert result.manifest_count == 2
+    manifest_sizes = [len(context.store.read_bytes(context.paths.manifest_path(t))) for t in result.task_ids]
+    assert result.manifest_bytes == sum(manifest_sizes)
+    assert [d.path for d in result.directories] == [dest_path(context, "a")]
+
+    snapshot = loading.stats.snapshot()
+    assert snapshot.counters[JOB_STAGE_LOAD_MANIFESTS] == 1
+    assert snapshot.counters[OP_LOAD_ALL_MANIFESTS] == 1
+    assert snapshot.counters[OP_LOAD_MANIFEST] == 2
+    assert snapshot.counters[COMMITTER_TASK_MANIFEST_FILE_SIZE] == sum(manifest_sizes)
+    assert snapshot.meanstatistics[COMMITTER_TASK_MANIFEST_FILE_SIZE].samples == 2
+    assert snapshot.counters[TASK_STAGE_SCAN_DIRECTORY] == 2, "task statistics are merged in"
+
+
+def test_the_spill_file_is_removed_on_close(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    commit_task(context, 0, {"f": b"1"})
+    result = load(fresh(context))
+    path = result.entry_file.path
+    with result.entry_file:
+        assert os.path.isfile(path)
+        assert sum(len(chunk.rows) for chunk in result.entry_file.chunks()) == 1
+    assert not os.path.exists(path)
+
+
+def test_only_manifest_files_are_loaded(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    save_manifest(context, 0, [("f", 1)])
+    manifests = context.paths.manifest_dir
+    good = context.store.read_bytes(context.paths.manifest_path(task_ids(0)[0]))
+    context.store.write_bytes(f"{manifests}/{task_ids(1)[1]}-manifest.json.tmp", good)
+    context.store.write_bytes(f"{manifests}/notes.txt", b"not a manifest")
+    result = load(fresh(context))
+    result.entry_file.close()
+    assert result.task_ids == [task_ids(0)[0]]
+
+
+def test_no_manifests_is_an_empty_job(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    result = load(fresh(context))
+    result.entry_file.close()
+    assert (result.manifest_count, result.file_count, result.directories) == (0, 0, [])
+
+
+def test_a_manifest_without_files_still_brings_its_directories(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    save_manifest(context, 0, [], [("empty", EntryStatus.NOT_FOUND)])
+    result = load(fresh(context))
+    result.entry_file.close()
+    assert result.directories == [TargetDirectory(dest_path(context, "empty"), 1, EntryStatus.NOT_FOUND)]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "merged"),
+    [
+        ((EntryStatus.DIR, EntryStatus.DIR), EntryStatus.DIR),
+        ((EntryStatus.DIR, EntryStatus.NOT_FOUND), EntryStatus.NOT_FOUND),
+        ((EntryStatus.NOT_FOUND, EntryStatus.DIR), EntryStatus.NOT_FOUND),
+        ((EntryStatus.DIR, EntryStatus.FILE), EntryStatus.FILE),
+        ((EntryStatus.FILE, EntryStatus.NOT_FOUND), EntryStatus.FILE),
+        ((EntryStatus.CREATED_DIR, EntryStatus.UNKNOWN), EntryStatus.UNKNOWN),
+        ((EntryStatus.DIR, EntryStatus.DIR, EntryStatus.NOT_FOUND), EntryStatus.NOT_FOUND),
+    ],
+)
+def test_directory_merge_precedence(destination: str, statuses: tuple[EntryStatus, ...], merged: EntryStatus) -> None:
+    """A file in the way wins over a missing directory, which wins over one that some task saw existing."""
+    context = make_context(destination)
+    set_up_job(context)
+    for index, status in enumerate(statuses):
+        save_manifest(context, index, [(f"p/f{index}", 1)], [("p", status)])
+    result = load(fresh(context))
+    result.entry_file.close()
+    assert result.directories == [TargetDirectory(dest_path(context, "p"), 1, merged)]
+
+
+def test_directories_are_sorted_by_level_then_path(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    save_manifest(context, 0, [], [("b/c", EntryStatus.NOT_FOUND), ("b", EntryStatus.DIR)])
+    save_manifest(context, 1, [], [("a", EntryStatus.NOT_FOUND), ("a/z/y", EntryStatus.NOT_FOUND)])
+    result = load(fresh(context))
+    result.entry_file.close()
+    assert [(d.path.rsplit("/out/", 1)[-1], d.level) for d in result.directories] == [
+        ("a", 1),
+        ("b", 1),
+        ("b/c", 2),
+        ("a/z/y", 3),
+    ]
+
+
+def test_parallel_load_with_a_pool_matches_serial_load(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    for index in range(40):
+        save_manifest(
+            context, index, [(f"d{index % 5}/f{index}", index), (f"g{index}", 1)], [(f"d{index % 5}", EntryStatus.DIR)]
+        )
+    serial = load(fresh(context))
+    with ThreadPoolExecutor(4) as pool:
+        parallel = load(fresh(context, pool=pool))
+    with serial.entry_file, parallel.entry_file:
+        serial_rows = sorted(row for chunk in serial.entry_file.chunks() for row in chunk.rows)
+        parallel_rows = sorted(row for chunk in parallel.entry_file.chunks() for row in chunk.rows)
+    assert len(serial_rows) == 80
+    assert parallel_rows == serial_rows
+    assert sorted(parallel.task_ids) == sorted(serial.task_ids)
+    assert parallel.directories == serial.directories
+    assert parallel.total_size == serial.total_size == sum(range(40)) + 40
+
+
+def test_a_missing_manifest_directory_is_a_job_state_error(destination: str) -> None:
+    context = make_context(destination)
+    with pytest.raises(JobStateError, match="no manifest directory"):
+        load(context)
+    assert context.stats.snapshot().counters[JOB_STAGE_LOAD_MANIFESTS + ".failures"] == 1
+
+
+def test_manifests_with_file_colon_slash_urls_load(local_destination: str) -> None:
+    """Hadoop writes ``file:/x`` destinations next to ``file:///x`` sources; both name the same path."""
+    context = make_context(local_destination)
+    set_up_job(context)
+    manifest = save_manifest(context, 0, [("year=2024/f 1.csv", 4)], [("year=2024", EntryStatus.NOT_FOUND)])
+    short = TaskManifest(
+        manifest.job_id,
+        manifest.job_attempt_number,
+        manifest.task_id,
+        manifest.task_attempt_id,
+        manifest.task_attempt_dir.replace("file:///", "file:/", 1),
+        files=[FileEntry(e.source, e.dest.replace("file:///", "file:/", 1), e.size) for e in manifest.files],
+        directories=[DirEntry(d.dir.replace("file:///", "file:/", 1), d.status, d.level) for d in manifest.directories],
+    )
+    assert short.files[0].dest.startswith("file:/") and not short.files[0].dest.startswith("file://")
+    context.store.write_bytes(context.paths.manifest_path(manifest.task_id), short.to_json())
+    result = load(fresh(context))
+    with result.entry_file:
+        (chunk,) = result.entry_file.chunks()
+    assert chunk.rows[0][1] == dest_path(context, "year=2024/f 1.csv")
+    assert result.directories[0].path == dest_path(context, "year=2024")
+
+
+def test_a_destination_claimed_by_two_tasks_fails_the_load(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    save_manifest(context, 0, [("same.csv", 1), ("mine.csv", 1)])
+    save_manifest(context, 1, [("same.csv", 1)])
+    with pytest.raises(DuplicateDestinationError) as raised:
+        load(fresh(context))
+    message = str(raised.value)
+    assert "same.csv" in message and task_ids(0)[1] in message and task_ids(1)[1] in message
+
+
+@pytest.mark.parametrize(
+    ("corruption", "message"),
+    [
+        (b"", "empty"),
+        (b"{not json", "failed to read JSON"),
+        (b'{"type": "something else", "version": 1}', "wrong type"),
+    ],
+)
+def test_unreadable_manifests_fail_naming_the_file(destination: str, corruption: bytes, message: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    save_manifest(context, 0, [("f", 1)])
+    bad_task = task_ids(1)[0]
+    context.store.write_bytes(context.paths.manifest_path(bad_task), corruption)
+    with pytest.raises(ManifestError, match=message) as raised:
+        load(fresh(context))
+    assert bad_task in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("job_id", "job_someone_else", "not of this job"),
+        ("job_attempt_number", 3, "job attempt 3"),
+        ("task_id", "task_renamed", "does not match"),
+    ],
+)
+def test_a_manifest_of_another_job_or_task_fails(destination: str, field: str, value: object, message: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    manifest = save_manifest(context, 0, [("f", 1)])
+    path = context.paths.manifest_path(manifest.task_id)
+    setattr(manifest, field, value)
+    context.store.write_bytes(path, manifest.to_json())
+    with pytest.raises(ManifestError, match=message):
+        load(fresh(context))
+
+
+@pytest.mark.parametrize(
+    ("source_suffix", "dest_suffix", "message"),
+    [
+        ("/../../other/f", "/f", "source"),
+        ("/f", "/../escaped", "outside the job's destination"),
+        ("/f", "/_temporary/x/f", "outside the job's destination"),
+    ],
+)
+def test_entries_outside_the_job_fail(destination: str, source_suffix: str, dest_suffix: str, message: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    manifest = save_manifest(context, 0)
+    to_url = context.store.to_url
+    source = context.paths.task_attempt_dir(manifest.task_attempt_id) + source_suffix
+    manifest.files = [FileEntry(to_url(source), to_url(context.paths.dest + dest_suffix), 1)]
+    context.store.write_bytes(context.paths.manifest_path(manifest.task_id), manifest.to_json())
+    with pytest.raises(ManifestError, match=message):
+        load(fresh(context))
+
+
+def test_loading_changes_nothing_in_the_store(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    commit_task(context, 0, {"a/f": b"1"})
+    before = sorted(context.store.fs.find(context.paths.dest, withdirs=True))
+    result = load(fresh(context))
+    result.entry_file.close()
+    assert sorted(context.store.fs.find(context.paths.dest, withdirs=True)) == before
+
+
+def test_applied_twice_raises(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    stage = LoadManifestsStage(context)
+    stage.apply(LoadManifestsArguments()).entry_file.close()
+    with pytest.raises(JobStateError, match="attempted twice"):
+        stage.apply(LoadManifestsArguments())

@@ -1,0 +1,200 @@
+"""RenameFilesStage: moves every spilled file into place in batches, never overwriting what it finds."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+import pytest
+
+from manifest_committer.entry_file import EntryFile, Row
+from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
+from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.rename_files import RenameFilesArguments, RenameFilesResult, RenameFilesStage
+from manifest_committer.statistic_names import (
+    COMMIT_FILE_RENAME,
+    COMMIT_FILE_RENAME_RECOVERED,
+    COMMITTER_FILES_ALREADY_COMMITTED,
+    JOB_STAGE_RENAME_FILES,
+    OP_DELETE,
+)
+from manifest_committer.store import Fault, FaultInjectingStore, StoreOperations
+from manifest_committer.success_data import SUCCESS_FILENAME_LIMIT
+from tests.fixtures.stage_context import FAST_CONFIG, dest_path, make_context, set_up_job, task_ids
+
+ATTEMPT_ID = task_ids(0)[1]
+
+
+@pytest.fixture
+def spill() -> Iterator[EntryFile]:
+    with EntryFile() as entry_file:
+        yield entry_file
+
+
+def prepared(destination: str, **config: object) -> StageContext:
+    context = make_context(destination, config=replace(FAST_CONFIG, **config))  # type: ignore[arg-type]
+    set_up_job(context)
+    return context
+
+
+def add_files(context: StageContext, spill: EntryFile, names: list[str], data: bytes = b"data") -> list[Row]:
+    """Write ``names`` into the task attempt directory and spill their rows, as job commit would."""
+    root = context.paths.task_attempt_dir(ATTEMPT_ID)
+    rows: list[Row] = []
+    for name in names:
+        context.store.write_bytes(f"{root}/{name}", data)
+        dest = dest_path(context, name)
+        rows.append((f"{root}/{name}", dest, len(data), None, context.store.to_url(dest)))
+    spill.append(ATTEMPT_ID, rows)
+    return rows
+
+
+def rename(context: StageContext, spill: EntryFile) -> RenameFilesResult:
+    return RenameFilesStage(context).apply(RenameFilesArguments(spill))
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 128])
+def test_every_file_is_moved_whatever_the_batch_size(destination: str, spill: EntryFile, batch_size: int) -> None:
+    context = prepared(destination, rename_batch_size=batch_size)
+    rows = add_files(context, spill, [f"d{n % 3}/f{n:02d}.csv" for n in range(10)], b"12345")
+    result = rename(context, spill)
+    assert (result.files_committed, result.bytes_committed) == (10, 50)
+    assert (result.already_committed, result.recovered) == (0, 0)
+    for source, dest, *_ in rows:
+        assert context.store.read_bytes(dest) == b"12345"
+        assert context.store.info(source) is None
+    assert result.first_filenames == sorted(row[4] for row in rows)
+    counters = context.stats.snapshot().counters
+    assert counters[COMMIT_FILE_RENAME] == 10
+    assert counters[JOB_STAGE_RENAME_FILES] == 1
+    assert COMMIT_FILE_RENAME_RECOVERED not in counters
+
+
+def test_batches_run_on_the_pool(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination, rename_batch_size=4, io_threads=4)
+    threads: set[str] = set()
+    store = context.store
+
+    class Recording(FaultInjectingStore):
+        def rename_file(self, source: str, dest: str) -> None:
+            threads.add(threading.current_thread().name)
+            super().rename_file(source, dest)
+
+    context.store = Recording(store)
+    add_files(context, spill, [f"f{n:03d}" for n in range(200)])
+    with ThreadPoolExecutor(4, thread_name_prefix="renamer") as pool:
+        context.pool = pool
+        result = rename(context, spill)
+    assert result.files_committed == 200
+    assert threads and all(name.startswith("renamer") for name in threads)
+    assert len(store.list_dir(context.paths.dest)) == 201, "200 files and _temporary"
+
+
+def test_filenames_are_the_sorted_first_hundred(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination, rename_batch_size=7)
+    rows = add_files(context, spill, [f"f{n:04d}" for n in range(150, 0, -1)])
+    result = rename(context, spill)
+    assert len(result.first_filenames) == SUCCESS_FILENAME_LIMIT
+    assert result.first_filenames == sorted(row[4] for row in rows)[:SUCCESS_FILENAME_LIMIT]
+
+
+def test_an_existing_different_file_is_never_overwritten(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    (row,) = add_files(context, spill, ["taken.csv"])
+    context.store.write_bytes(row[1], b"someone else's, longer")
+    with pytest.raises(OutputConflictError) as raised:
+        rename(context, spill)
+    assert row[4] in str(raised.value)
+    assert "delete.target.files" in str(raised.value)
+    assert context.store.read_bytes(row[1]) == b"someone else's, longer"
+    assert context.store.read_bytes(row[0]) == b"data"
+    assert context.stats.snapshot().counters[JOB_STAGE_RENAME_FILES + ".failures"] == 1
+
+
+def test_an_existing_directory_is_never_replaced(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    (row,) = add_files(context, spill, ["f.csv"])
+    context.store.write_bytes(row[1] + "/inner", b"x")
+    with pytest.raises(OutputConflictError, match="a directory"):
+        rename(context, spill)
+    assert context.store.read_bytes(row[1] + "/inner") == b"x"
+
+
+def test_delete_target_files_replaces_what_is_there(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination, delete_target_files=True)
+    (row,) = add_files(context, spill, ["taken.csv"])
+    context.store.write_bytes(row[1], b"old and longer")
+    result = rename(context, spill)
+    assert result.files_committed == 1
+    assert context.store.read_bytes(row[1]) == b"data"
+    assert context.stats.snapshot().counters[OP_DELETE] == 1
+
+
+def test_a_file_already_in_place_counts_as_done(destination: str, spill: EntryFile) -> None:
+    """A repeated job commit: the source is gone and the destination holds a file of the manifest's size."""
+    context = prepared(destination)
+    done, todo = add_files(context, spill, ["done.csv", "todo.csv"])
+    context.store.rename_file(done[0], done[1])
+    result = rename(context, spill)
+    assert (result.files_committed, result.already_committed) == (2, 1)
+    assert context.store.read_bytes(todo[1]) == b"data"
+    assert context.stats.snapshot().counters[COMMITTER_FILES_ALREADY_COMMITTED] == 1
+
+
+def test_a_missing_source_with_nothing_at_the_destination_fails(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    (row,) = add_files(context, spill, ["lost.csv"])
+    context.store.delete_file(row[0])
+    with pytest.raises(CommitterError, match=r"source .* is missing") as raised:
+        rename(context, spill)
+    assert row[4] in str(raised.value)
+
+
+def test_a_vanished_parent_directory_is_recreated(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    (row,) = add_files(context, spill, ["gone/sub/f.csv"])
+    result = rename(context, spill)
+    assert result.files_committed == 1
+    assert context.store.read_bytes(row[1]) == b"data"
+
+
+def test_a_rename_that_took_effect_before_failing_is_recovered(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    inner: StoreOperations = context.store
+    context.store = FaultInjectingStore(inner, [Fault("rename_file", "f1.csv", when="after", error=TimeoutError)])
+    rows = add_files(context, spill, ["f0.csv", "f1.csv", "f2.csv"])
+    result = rename(context, spill)
+    assert (result.files_committed, result.recovered) == (3, 1)
+    assert all(inner.read_bytes(row[1]) == b"data" for row in rows)
+    assert context.stats.snapshot().counters[COMMIT_FILE_RENAME_RECOVERED] == 1
+
+
+def test_a_transient_failure_is_retried(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    faulty = FaultInjectingStore(context.store, [Fault("rename_file", "f.csv", error=ConnectionError, times=2)])
+    context.store = faulty
+    (row,) = add_files(context, spill, ["f.csv"])
+    result = rename(context, spill)
+    assert (result.files_committed, result.recovered) == (1, 0)
+    assert faulty.injected["rename_file"] == 2
+    assert faulty.inner.read_bytes(row[1]) == b"data"
+
+
+def test_a_permanent_failure_stops_the_stage(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination, rename_batch_size=1)
+    context.store = FaultInjectingStore(
+        context.store, [Fault("rename_file", "f3", error=lambda: PermissionError("denied"), times=None)]
+    )
+    add_files(context, spill, [f"f{n}" for n in range(6)])
+    with pytest.raises(PermissionError, match="denied"):
+        rename(context, spill)
+
+
+def test_applied_twice_raises(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    stage = RenameFilesStage(context)
+    stage.apply(RenameFilesArguments(spill))
+    with pytest.raises(JobStateError, match="attempted twice"):
+        stage.apply(RenameFilesArguments(spill))

@@ -1,0 +1,142 @@
+"""ScanTaskDirectoryStage: lists a task attempt's output into file and directory entries."""
+
+from __future__ import annotations
+
+import pytest
+
+from manifest_committer.errors import JobStateError
+from manifest_committer.manifest import EntryStatus
+from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.scan_task_directory import ScanArguments, ScanResult, ScanTaskDirectoryStage
+from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
+from manifest_committer.statistic_names import (
+    COMMITTER_TASK_DIRECTORY_COUNT,
+    COMMITTER_TASK_DIRECTORY_DEPTH,
+    COMMITTER_TASK_FILE_COUNT,
+    COMMITTER_TASK_FILE_SIZE,
+    OP_GET_FILE_STATUS,
+    OP_LIST_STATUS,
+    TASK_STAGE_SCAN_DIRECTORY,
+)
+from tests.fixtures.stage_context import dest_path, fresh, make_context, set_up_job, task_ids, write_task_output
+
+TASK_ID, ATTEMPT_ID = task_ids(0)
+
+
+def prepare(destination: str, files: dict[str, bytes], dirs: tuple[str, ...] = ()) -> StageContext:
+    context = make_context(destination)
+    set_up_job(context)
+    SetupTaskStage(fresh(context)).apply(SetupTaskArguments(TASK_ID, ATTEMPT_ID))
+    write_task_output(context, ATTEMPT_ID, files)
+    for directory in dirs:
+        context.store.mkdirs(f"{context.paths.task_attempt_dir(ATTEMPT_ID)}/{directory}")
+    return fresh(context)
+
+
+def scan(context: StageContext) -> ScanResult:
+    return ScanTaskDirectoryStage(context).apply(ScanArguments(ATTEMPT_ID))
+
+
+def relative(context: StageContext, url: str) -> str:
+    prefix = context.store.to_url(context.paths.dest) + "/"
+    assert url.startswith(prefix)
+    return url[len(prefix) :]
+
+
+def test_files_map_to_the_same_relative_path_under_the_destination(destination: str) -> None:
+    context = prepare(destination, {"top.csv": b"1", "a/b/c/deep.csv": b"4444", "a/mid.csv": b"22"})
+    result = scan(context)
+    by_dest = {relative(context, entry.dest): entry for entry in result.files}
+    assert sorted(by_dest) == ["a/b/c/deep.csv", "a/mid.csv", "top.csv"]
+    root = context.paths.task_attempt_dir(ATTEMPT_ID)
+    for name, entry in by_dest.items():
+        assert entry.source == context.store.to_url(f"{root}/{name}")
+        assert entry.size == len(context.store.read_bytes(f"{root}/{name}"))
+        assert entry.etag is None
+
+
+def test_every_directory_with_its_depth_empty_ones_included(destination: str) -> None:
+    context = prepare(destination, {"a/b/c/deep.csv": b"x", "z/f.csv": b"y"}, dirs=("empty", "a/hollow/inner"))
+    result = scan(context)
+    dirs = [(relative(context, entry.dir), entry.level) for entry in result.directories]
+    assert dirs == [
+        ("a", 1),
+        ("empty", 1),
+        ("z", 1),
+        ("a/b", 2),
+        ("a/hollow", 2),
+        ("a/b/c", 3),
+        ("a/hollow/inner", 3),
+    ]
+    counters = context.stats.snapshot().counters
+    assert counters[COMMITTER_TASK_DIRECTORY_COUNT] == 7
+    assert counters[COMMITTER_TASK_DIRECTORY_DEPTH] == 3
+    assert counters[COMMITTER_TASK_FILE_COUNT] == 2
+    assert counters[COMMITTER_TASK_FILE_SIZE] == 2
+    assert counters[OP_LIST_STATUS] == 8, "the root and each of the seven directories is listed once"
+    assert counters[TASK_STAGE_SCAN_DIRECTORY] == 1
+
+
+def test_destination_probe_statuses(destination: str) -> None:
+    context = prepare(
+        destination,
+        {"exists/f": b"1", "isfile/f": b"2", "missing/child/f": b"3", "isfile/under/f": b"4"},
+    )
+    context.store.mkdirs(dest_path(context, "exists"))
+    context.store.write_bytes(dest_path(context, "isfile"), b"a file where the task has a directory")
+    result = scan(context)
+    statuses = {relative(context, entry.dir): entry.status for entry in result.directories}
+    assert statuses == {
+        "exists": EntryStatus.DIR,
+        "isfile": EntryStatus.FILE,
+        "isfile/under": EntryStatus.NOT_FOUND,
+        "missing": EntryStatus.NOT_FOUND,
+        "missing/child": EntryStatus.NOT_FOUND,
+    }
+    # Probed: the three level-1 dirs and isfile/under (a file parent counts as existing); missing/child is not.
+    assert context.stats.snapshot().counters[OP_GET_FILE_STATUS] == 4
+
+
+def test_hidden_and_underscore_files_are_committed(destination: str) -> None:
+    context = prepare(destination, {".hidden": b"h", "_SUCCESS": b"", "_meta/.crc": b"c"})
+    names = sorted(relative(context, entry.dest) for entry in scan(context).files)
+    assert names == [".hidden", "_SUCCESS", "_meta/.crc"]
+
+
+def test_checksum_side_files_of_hadoop_are_left_out(destination: str) -> None:
+    files = {"a/part-0": b"data", "a/.part-0.crc": b"crc", ".lonely.crc": b"kept: no sibling", "a/.x.crc.crc": b"k"}
+    result = scan(prepare(destination, files))
+    names = sorted(entry.dest.rsplit("/", 1)[-1] for entry in result.files)
+    assert names == [".lonely.crc", ".x.crc.crc", "part-0"]
+
+
+def test_names_are_percent_encoded_in_urls(destination: str) -> None:
+    context = prepare(destination, {"year=2024/part 0%.csv": b"abc"})
+    result = scan(context)
+    (entry,) = result.files
+    assert entry.dest.endswith("/year=2024/part%200%25.csv")
+    assert context.store.from_url(entry.dest) == dest_path(context, "year=2024/part 0%.csv")
+    assert context.store.from_url(entry.source).endswith("/year=2024/part 0%.csv")
+
+
+def test_an_empty_attempt_scans_to_nothing(destination: str) -> None:
+    context = prepare(destination, {})
+    result = scan(context)
+    assert result.files == [] and result.directories == []
+    assert context.stats.snapshot().counters[COMMITTER_TASK_FILE_COUNT] == 0
+
+
+def test_a_missing_attempt_directory_names_the_attempt(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    with pytest.raises(JobStateError) as raised:
+        scan(context)
+    assert ATTEMPT_ID in str(raised.value)
+    assert context.stats.snapshot().counters[TASK_STAGE_SCAN_DIRECTORY + ".failures"] == 1
+
+
+def test_applied_twice_raises(destination: str) -> None:
+    stage = ScanTaskDirectoryStage(prepare(destination, {"f": b"1"}))
+    stage.apply(ScanArguments(ATTEMPT_ID))
+    with pytest.raises(JobStateError, match="attempted twice"):
+        stage.apply(ScanArguments(ATTEMPT_ID))

@@ -1,0 +1,69 @@
+"""EntryFile: the local spill file of files to commit, appended once and read back any number of times."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from manifest_committer.entry_file import EntryFile, Row
+
+
+def rows(prefix: str, count: int, etag: str | None = None) -> list[Row]:
+    return [(f"/src/{prefix}{n}", f"/dest/{prefix}{n}", n, etag, f"file:///dest/{prefix}{n}") for n in range(count)]
+
+
+def test_chunks_round_trip(tmp_path: Path) -> None:
+    first = rows("a", 3, etag="0x8DD")
+    second: list[Row] = [("/src/ü d", "/dest/ü d", 7, None, "file:///dest/ü%20d")]
+    with EntryFile(str(tmp_path)) as entry_file:
+        assert Path(entry_file.path).parent == tmp_path
+        entry_file.append("attempt_0", first)
+        entry_file.append("attempt_1", second)
+        entry_file.append("attempt_2", [])
+        chunks = list(entry_file.chunks())
+        assert [c.task_attempt_id for c in chunks] == ["attempt_0", "attempt_1", "attempt_2"]
+        assert chunks[0].rows == first
+        assert chunks[1].rows == second
+        assert chunks[2].rows == []
+        assert all(isinstance(row, tuple) for chunk in chunks for row in chunk.rows)
+        assert list(entry_file.chunks()) == chunks, "readable again"
+        assert entry_file.file_count == 4
+        assert entry_file.total_size == 0 + 1 + 2 + 7
+
+
+def test_batches_regroup_rows_in_order() -> None:
+    with EntryFile() as entry_file:
+        entry_file.append("a", rows("a", 4))
+        entry_file.append("b", rows("b", 2))
+        entry_file.append("c", rows("c", 1))
+        batches = list(entry_file.batches(3))
+        assert [len(batch) for batch in batches] == [3, 3, 1]
+        flat = [row for batch in batches for row in batch]
+        assert flat == rows("a", 4) + rows("b", 2) + rows("c", 1)
+        assert [len(b) for b in entry_file.batches(100)] == [7]
+        assert [len(b) for b in entry_file.batches(1)] == [1] * 7
+
+
+def test_an_empty_file_has_no_batches() -> None:
+    with EntryFile() as entry_file:
+        assert list(entry_file.chunks()) == []
+        assert list(entry_file.batches(5)) == []
+        assert (entry_file.file_count, entry_file.total_size) == (0, 0)
+
+
+def test_close_removes_the_file_and_is_idempotent() -> None:
+    entry_file = EntryFile()
+    entry_file.append("a", rows("a", 2))
+    path = entry_file.path
+    assert os.path.isfile(path)
+    entry_file.close()
+    assert not os.path.exists(path)
+    entry_file.close()
+
+
+def test_appending_after_reading_continues_the_file() -> None:
+    with EntryFile() as entry_file:
+        entry_file.append("a", rows("a", 1))
+        assert len(list(entry_file.chunks())) == 1
+        entry_file.append("b", rows("b", 1))
+        assert [c.task_attempt_id for c in entry_file.chunks()] == ["a", "b"]

@@ -1,0 +1,175 @@
+"""run_bounded: at most max_in_flight items queued, first error raised, nothing new submitted after it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from manifest_committer.parallel import run_bounded
+
+
+class CountingPool(ThreadPoolExecutor):
+    """Counts futures submitted and not yet finished, and remembers the most there ever were."""
+
+    def __init__(self, workers: int) -> None:
+        super().__init__(workers)
+        self._lock = threading.Lock()
+        self.outstanding = 0
+        self.most_outstanding = 0
+        self.submitted = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        with self._lock:
+            self.submitted += 1
+            self.outstanding += 1
+            self.most_outstanding = max(self.most_outstanding, self.outstanding)
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _: Future[Any]) -> None:
+        with self._lock:
+            self.outstanding -= 1
+
+
+def slow_square(item: int) -> int:
+    time.sleep(0.001)
+    return item * item
+
+
+def test_serial_mode_runs_in_order_in_the_calling_thread() -> None:
+    caller = threading.get_ident()
+    seen: list[tuple[int, int]] = []
+
+    def work(item: int) -> int:
+        seen.append((item, threading.get_ident()))
+        return item + 1
+
+    results: list[int] = []
+    run_bounded(None, range(5), work, max_in_flight=8, on_result=results.append)
+    assert results == [1, 2, 3, 4, 5]
+    assert seen == [(n, caller) for n in range(5)]
+
+
+def test_one_in_flight_means_serial_even_with_a_pool() -> None:
+    with CountingPool(4) as pool:
+        results: list[int] = []
+        run_bounded(pool, range(6), slow_square, max_in_flight=1, on_result=results.append)
+    assert results == [0, 1, 4, 9, 16, 25]
+    assert pool.submitted == 0
+
+
+@pytest.mark.parametrize("max_in_flight", [2, 5, 16])
+def test_never_more_than_max_in_flight_submitted(max_in_flight: int) -> None:
+    consumed = 0
+
+    def items() -> Iterator[int]:
+        nonlocal consumed
+        for n in range(200):
+            consumed += 1
+            yield n
+
+    results: list[int] = []
+    with CountingPool(8) as pool:
+        run_bounded(pool, items(), slow_square, max_in_flight=max_in_flight, on_result=results.append)
+    assert sorted(results) == [n * n for n in range(200)]
+    assert consumed == pool.submitted == 200
+    assert 1 < pool.most_outstanding <= max_in_flight
+
+
+def test_results_are_handed_over_in_the_calling_thread() -> None:
+    caller = threading.get_ident()
+    threads: set[int] = set()
+
+    def absorb(_: int) -> None:
+        threads.add(threading.get_ident())
+
+    with ThreadPoolExecutor(4) as pool:
+        run_bounded(pool, range(50), slow_square, max_in_flight=4, on_result=absorb)
+    assert threads == {caller}
+
+
+def test_the_first_error_is_raised_serially() -> None:
+    def work(item: int) -> int:
+        if item in (3, 5):
+            raise ValueError(f"item {item}")
+        return item
+
+    done: list[int] = []
+    with pytest.raises(ValueError, match="item 3"):
+        run_bounded(None, range(10), work, max_in_flight=1, on_result=done.append)
+    assert done == [0, 1, 2]
+
+
+def test_the_error_of_a_failed_item_is_raised_from_the_pool() -> None:
+    def work(item: int) -> int:
+        if item == 7:
+            raise KeyError("seven")
+        return item
+
+    with ThreadPoolExecutor(4) as pool, pytest.raises(KeyError, match="seven"):
+        run_bounded(pool, range(40), work, max_in_flight=4)
+
+
+def test_nothing_is_submitted_after_a_failure_and_work_in_flight_finishes() -> None:
+    running = 0
+    lock = threading.Lock()
+
+    def work(item: int) -> int:
+        nonlocal running
+        with lock:
+            running += 1
+        try:
+            if item == 0:
+                raise RuntimeError("first item fails")
+            time.sleep(0.002)
+            return item
+        finally:
+            with lock:
+                running -= 1
+
+    with CountingPool(4) as pool:
+        with pytest.raises(RuntimeError, match="first item fails"):
+            run_bounded(pool, range(10_000), work, max_in_flight=4)
+        assert running == 0, "every submitted item finished before the error was raised"
+        assert pool.outstanding == 0
+    assert pool.submitted <= 2 * 4
+
+
+def test_an_error_of_the_item_iterator_is_raised_after_work_in_flight() -> None:
+    def items() -> Iterator[int]:
+        yield from range(5)
+        raise OSError("listing failed")
+
+    executed: list[int] = []
+    lock = threading.Lock()
+
+    def work(item: int) -> int:
+        time.sleep(0.002)
+        with lock:
+            executed.append(item)
+        return item
+
+    with ThreadPoolExecutor(2) as pool, pytest.raises(OSError, match="listing failed"):
+        run_bounded(pool, items(), work, max_in_flight=3)
+    assert sorted(executed) == [0, 1, 2, 3, 4], "items submitted before the error all ran to the end"
+
+
+def test_an_error_of_the_result_handler_is_raised() -> None:
+    def absorb(value: int) -> None:
+        if value == 9:
+            raise ArithmeticError("handler")
+
+    with ThreadPoolExecutor(2) as pool, pytest.raises(ArithmeticError, match="handler"):
+        run_bounded(pool, range(20), slow_square, max_in_flight=2, on_result=absorb)
+
+
+def test_no_items() -> None:
+    with CountingPool(2) as pool:
+        run_bounded(pool, [], slow_square, max_in_flight=4)
+    assert pool.submitted == 0
