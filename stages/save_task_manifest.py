@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..errors import JobStateError
 from ..manifest import TaskManifest
 from ..statistic_names import TASK_STAGE_SAVE_MANIFEST, TASK_STAGE_SAVE_TASK_MANIFEST
 from .base import Stage
@@ -25,6 +26,7 @@ class SaveTaskManifestResult:
 class SaveTaskManifestStage(Stage[SaveTaskManifestArguments, SaveTaskManifestResult]):
     """Save to ``manifests/$taskAttemptId-manifest.json.tmp``, rename to ``manifests/$taskId-manifest.json``.
 
+    Precondition: the job's manifest directory exists (the job is neither committed nor aborted).
     Retried up to ``manifest.save.attempts`` times. Postcondition: the task's manifest is the complete
     document of this attempt; an earlier attempt's manifest of the same task is replaced (last commit wins).
     """
@@ -40,6 +42,12 @@ class SaveTaskManifestStage(Stage[SaveTaskManifestArguments, SaveTaskManifestRes
             return manifest.to_json()
 
         first = arguments.build_manifest()
+        if self.info(self.paths.manifest_dir) is None:
+            # A late attempt (killed, or speculative and lost) must not resurrect the state of a finished job.
+            raise JobStateError(
+                f"{self.store.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} was committed or aborted; "
+                f"task attempt {first.task_attempt_id} cannot commit"
+            )
         temp = self.paths.temp_manifest_path(first.task_attempt_id)
         final = self.paths.manifest_path(first.task_id)
         self.save_file_atomically(make_bytes, temp, final, TASK_STAGE_SAVE_TASK_MANIFEST)

@@ -78,3 +78,12 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(builder(context, []))
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(builder(context, []))
+
+
+def test_a_late_attempt_cannot_recreate_the_state_of_a_finished_job(destination: str) -> None:
+    context = prepared(destination)
+    context.store.delete_dir(context.paths.job_dir)  # the job was committed or aborted meanwhile
+    with pytest.raises(JobStateError, match="committed or aborted; task attempt attempt_") as error:
+        SaveTaskManifestStage(context).apply(builder(context, []))
+    assert context.store.to_url(context.paths.manifest_dir) in str(error.value)
+    assert context.store.info(context.paths.job_dir) is None
