@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 from .factory import open_store
-from .faults import Fault, FaultInjectingStore
+from .faults import Fault, FaultInjectingStore, azure_operation_timed_out, azure_server_busy, gcs_http_error
 from .operations import FileStatus, StoreCapabilities, StoreOperations
+from .transient import is_transient_azure, is_transient_gcs, is_transient_generic
 
-__all__ = ["Fault", "FaultInjectingStore", "FileStatus", "StoreCapabilities", "StoreOperations", "open_store"]
+__all__ = [
+    "Fault",
+    "FaultInjectingStore",
+    "FileStatus",
+    "StoreCapabilities",
+    "StoreOperations",
+    "azure_operation_timed_out",
+    "azure_server_busy",
+    "gcs_http_error",
+    "is_transient_azure",
+    "is_transient_gcs",
+    "is_transient_generic",
+    "open_store",
+]

@@ -6,14 +6,52 @@ from typing import Any
 
 import fsspec
 
+from ..errors import UnsupportedStoreError
 from .local import LocalStore
 from .memory import MemoryStore
 from .operations import StoreOperations
 
+AZURE_PROTOCOLS = frozenset({"abfs", "abfss", "az"})
+GCS_PROTOCOLS = frozenset({"gs", "gcs"})
+S3_PROTOCOLS = frozenset({"s3", "s3a", "s3n"})
+
+_S3_REASON = (
+    "S3 has no rename: s3fs moves a file by copy then delete, and overwrites whatever is at the destination, "
+    "so a job commit could replace another writer's file and a crash leaves files half-moved. Use a committer "
+    "made for S3 (Hadoop's S3A magic or staging committers, or a table format such as Iceberg or Delta), "
+    "or write to abfs://, gs://, a local or mounted filesystem instead"
+)
+
+
+def _protocol_of(url: str) -> str:
+    if "::" in url:  # a chained URL such as simplecache::gs://b/p: only the outermost layer is ours to judge
+        return url.split("::", 1)[0]
+    protocol, _ = fsspec.core.split_protocol(url)
+    return protocol or "file"
+
 
 def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
-    """The store operations and the store path for a plain path or fsspec URL."""
+    """The store operations and the store path for a plain path or fsspec URL.
+
+    Raises ``UnsupportedStoreError`` for a store without a safe single-file rename (S3, and any fsspec
+    backend this package has no binding for), before any connection is made.
+    """
     options = dict(storage_options or {})
+    protocol = _protocol_of(url)
+    if protocol in S3_PROTOCOLS:
+        raise UnsupportedStoreError(f"{url}: {_S3_REASON}")
+    if protocol in AZURE_PROTOCOLS:
+        from .azure import AzureBlobStore
+
+        options.setdefault("use_listings_cache", False)  # a committer must see every change at once
+        fs, path = fsspec.core.url_to_fs(url, **options)
+        return AzureBlobStore(fs, protocol), path.rstrip("/")
+    if protocol in GCS_PROTOCOLS:
+        from .gcs import GCSStore  # sets GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT before gcsfs is imported
+
+        options.setdefault("use_listings_cache", False)
+        fs, path = fsspec.core.url_to_fs(url, **options)
+        return GCSStore(fs, protocol), path.rstrip("/")
     fs, path = fsspec.core.url_to_fs(url, **options)
     protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
     if "file" in protocols or "local" in protocols:
@@ -21,4 +59,8 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
         return LocalStore(local_fs), path.rstrip("/") or "/"
     if "memory" in protocols:
         return MemoryStore(fs), path.rstrip("/") or "/"
-    return StoreOperations(fs, protocols[0]), path.rstrip("/")
+    raise UnsupportedStoreError(
+        f"{url}: no store binding for the {protocols[0]}:// filesystem ({type(fs).__name__}); the committer needs a "
+        "single-file rename that never overwrites and says whether it happened, which fsspec's generic mv does not "
+        "promise. Supported: local paths and file://, memory://, abfs:// and az:// (adlfs), gs:// and gcs:// (gcsfs)"
+    )

@@ -155,3 +155,37 @@ class FaultInjectingStore(StoreOperations):
 
     def copy_file(self, source: str, dest: str) -> None:
         self._run("copy_file", f"{source} -> {dest}", lambda: self.inner.copy_file(source, dest))
+
+
+def azure_server_busy() -> BaseException:
+    """The error adlfs raises when Azure throttles: ``HttpResponseError`` 503 with error code ``ServerBusy``."""
+    from azure.core.exceptions import HttpResponseError
+
+    error: Any = HttpResponseError(message="injected: The server is busy.\nErrorCode:ServerBusy")
+    error.status_code = 503
+    error.error_code = "ServerBusy"
+    result: BaseException = error
+    return result
+
+
+def azure_operation_timed_out() -> BaseException:
+    """Azure's ``HttpResponseError`` 500 with error code ``OperationTimedOut``."""
+    from azure.core.exceptions import HttpResponseError
+
+    error: Any = HttpResponseError(message="injected: Operation could not be completed within the specified time.")
+    error.status_code = 500
+    error.error_code = "OperationTimedOut"
+    result: BaseException = error
+    return result
+
+
+def gcs_http_error(code: int = 503) -> Callable[[], BaseException]:
+    """A factory of the ``gcsfs.retry.HttpError`` GCS answers with when throttling (429) or busy (503)."""
+
+    def make() -> BaseException:
+        from gcsfs.retry import HttpError
+
+        error: BaseException = HttpError({"code": code, "message": f"injected: HTTP {code}"})
+        return error
+
+    return make

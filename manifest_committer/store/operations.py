@@ -43,6 +43,9 @@ class StoreCapabilities:
     """A renamed file keeps its etag, so validation can compare etags from task commit."""
     real_directories: bool
     """Directories exist on their own (POSIX); object stores only imply them from file names."""
+    checksums_preserved_in_rename: bool = False
+    """A renamed file keeps the ``checksum`` its status reports (GCS crc32c, Azure Content-MD5), so a file at a
+    destination can be proved to be a copy of a source by comparing the two."""
 
 
 class StoreOperations:
@@ -105,6 +108,20 @@ class StoreOperations:
             is_dir=raw.get("type") == "directory",
             etag=str(etag).strip('"') if etag else None,
             checksum=str(checksum) if checksum else None,
+        )
+
+    def same_content(self, first: FileStatus, second: FileStatus) -> bool:
+        """True only when the statuses prove two files hold the same bytes: same size and same checksum.
+
+        ``False`` means "not proved", not "different": a store without checksums never proves anything, so a
+        caller deciding whether to delete a source must treat ``False`` as a conflict.
+        """
+        return (
+            not first.is_dir
+            and not second.is_dir
+            and first.size == second.size
+            and first.checksum is not None
+            and first.checksum == second.checksum
         )
 
     # --- changes ----------------------------------------------------------------------------------------------

@@ -1,0 +1,119 @@
+"""Write Spark DataFrames through the manifest committer, safe under task retries and speculation.
+
+Two ways in::
+
+    import manifest_committer.spark as mcs
+
+    mcs.write(df, "s3://bucket/table", format="parquet", partition_by=["dt", "country"], mode="overwrite")
+
+    mcs.register(spark)            # once per session; captures the session's committer keys
+    df.write.format("manifest").option("format", "parquet").option("partitionBy", "dt,country") \\
+        .mode("append").save("s3://bucket/table")
+
+PySpark 4.x refuses ``DataFrameWriter.partitionBy`` and the modes ``errorifexists`` (Spark's default) and
+``ignore`` for Python data sources before the source is called: partition columns are the ``partitionBy``
+option, and ``write()`` offers every mode (``errorifexists`` is its default, as in Spark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import CommitterError
+from ..store import open_store
+from .datasource import (
+    JOB_ID_SOURCE,
+    PARTITION_OVERWRITE_MODE_KEY,
+    SHORT_NAME,
+    AcceptedManifestsStore,
+    ManifestCommitMessage,
+    ManifestDataSource,
+    ManifestWriter,
+    WriteSettings,
+    committer_conf,
+)
+from .modes import PartitionOverwriteMode, SaveMode, destination_has_data
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "JOB_ID_SOURCE",
+    "SHORT_NAME",
+    "AcceptedManifestsStore",
+    "DestinationExistsError",
+    "ManifestCommitMessage",
+    "ManifestDataSource",
+    "ManifestWriter",
+    "PartitionOverwriteMode",
+    "SaveMode",
+    "WriteSettings",
+    "register",
+    "write",
+]
+
+
+class DestinationExistsError(CommitterError):
+    """Save mode ``errorifexists`` and the destination already holds data."""
+
+
+def _session_conf(spark: SparkSession) -> dict[str, str]:
+    return committer_conf({str(key): str(value) for key, value in spark.conf.getAll.items()})
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``manifest`` data source in ``spark``, with the session's committer keys as of now.
+
+    A data source sees only its options, so the ``spark.hadoop.mapreduce.manifest.committer.*`` keys and
+    ``spark.sql.sources.partitionOverwriteMode`` are read here and travel inside the registered class; options
+    of a write override them. Register again after changing them (``write()`` reads them at every call).
+    """
+    captured = _session_conf(spark)
+    source = type(ManifestDataSource.__name__, (ManifestDataSource,), {"session_conf": captured})
+    spark.dataSource.register(source)
+
+
+def write(
+    df: DataFrame,
+    url: str,
+    *,
+    format: str = "parquet",
+    partition_by: Sequence[str] = (),
+    mode: str = "errorifexists",
+    storage_options: Mapping[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``df`` to ``url`` through the manifest committer in any save mode; returns once the job committed.
+
+    ``mode``: ``errorifexists`` (fails if ``url`` holds data), ``ignore`` (does nothing then), ``append``,
+    ``overwrite`` (old files go only after the new job committed; with
+    ``options={"partitionOverwriteMode": "dynamic"}`` or the session's ``spark.sql.sources.partitionOverwriteMode``
+    only the partitions written). ``storage_options`` reach fsspec on the driver and every executor and must be
+    JSON-serialisable. ``options``: writer options such as ``maxRecordsPerFile``, ``compression``, ``header``
+    and committer keys (``mapreduce.manifest.committer.*``).
+    """
+    save_mode = SaveMode.parse(mode)
+    spark = df.sparkSession
+    storage = dict(storage_options or {})
+    if save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE):
+        store, path = open_store(url, storage)
+        if destination_has_data(store.fs, path):
+            if save_mode is SaveMode.IGNORE:
+                return
+            raise DestinationExistsError(f"{url}: the destination already holds data (save mode errorifexists)")
+    # Option keys are case-insensitive in Spark: lower-case them all so a later one replaces an earlier one.
+    writer_options = {key.lower(): value for key, value in _session_conf(spark).items()}
+    if PARTITION_OVERWRITE_MODE_KEY.lower() in writer_options:
+        writer_options["partitionoverwritemode"] = writer_options.pop(PARTITION_OVERWRITE_MODE_KEY.lower())
+    writer_options.update({key.lower(): str(value) for key, value in (options or {}).items()})
+    writer_options["format"] = format
+    if partition_by:
+        writer_options["partitionby"] = ",".join(partition_by)
+    if storage:
+        writer_options["storage_options"] = orjson.dumps(storage).decode("utf-8")
+    register(spark)
+    spark_mode = "overwrite" if save_mode is SaveMode.OVERWRITE else "append"
+    df.write.format(SHORT_NAME).options(**writer_options).mode(spark_mode).save(url)

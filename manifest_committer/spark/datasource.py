@@ -1,0 +1,495 @@
+"""The ``manifest`` Python data source: Spark tasks write with pyarrow, the manifest committer publishes.
+
+Findings about PySpark 4.3's Python Data Source write path (read from ``pyspark/sql/datasource.py``,
+``pyspark/sql/worker/write_into_data_source.py``, ``commit_data_source_write.py`` and the bytecode of
+``PythonBatchWrite``, ``PythonBatchWriterFactory`` and ``WritingSparkTask`` in ``spark-sql_2.13-4.3.0.jar``),
+each checked with a running local session:
+
+* Planning. ``DataSource.writer(schema, overwrite)`` runs on the driver machine, but in a Python *worker*
+  process the JVM starts (not the user's process: no ``SparkSession`` there). It sees only the writer options
+  (``CaseInsensitiveDict``: keys lower-cased; ``save(url)`` adds ``path``), never the session conf. The writer
+  it returns is pickled (cloudpickle) and travels to every task, and again to another driver-side worker for
+  ``commit``/``abort``: state set in ``writer()`` (job id, config) is shared by all three; nothing flows back.
+* Modes. Only append (``overwrite=False``) and overwrite (``overwrite=True``) reach the source; Spark refuses
+  ``errorifexists``/``ignore`` (``UNSUPPORTED_DATA_SOURCE_SAVE_MODE``) and ``DataFrameWriter.partitionBy``
+  ("partitioning ... do not match the existing table's") before the source is called.
+* Tasks. ``DataSourceArrowWriter`` exists: ``write`` receives an iterator of ``pyarrow.RecordBatch`` (the input
+  of a ``mapInArrow``) and returns one picklable ``WriterCommitMessage``. ``pyspark.TaskContext.get()`` offers
+  ``partitionId()``, ``attemptNumber()``, ``taskAttemptId()`` (unique in the application) and ``stageId()``;
+  PySpark's TaskContext has no ``stageAttemptNumber()``.
+* Commit coordinator. ``PythonBatchWrite.useCommitCoordinator()`` is the default ``true``, and
+  ``WritingSparkTask.run`` asks ``OutputCommitCoordinator.canCommit(stage, stageAttempt, partition,
+  attemptNumber)`` -- but only *after* ``DataWriter.writeAll`` has run the Python ``write`` to its end. So the
+  coordinator does not gate anything done inside ``write`` (our task commit included): it only decides which
+  attempt's commit message reaches the driver; a denied attempt raises ``CommitDeniedException`` and its
+  message is dropped. ``DataWriter.abort`` of a Python writer does nothing. A killed attempt (speculation
+  loser, ``spark.task.maxFailures`` retry) may still finish ``write`` with partial input and commit.
+* Driver. ``commit(messages)`` gets exactly one message per partition, in partition order, each from the
+  attempt the coordinator accepted. ``abort(messages)`` is called after a failed task (messages of failed
+  tasks are ``None``) and also when ``commit`` raises.
+
+Hence the design: every Spark task attempt commits its own manifest under a task id unique to the attempt
+(``task_<partition>_<taskAttemptId>``), so no attempt overwrites another's manifest; the driver commits with a
+store view whose listing of the manifest directory holds exactly the manifests named in the accepted commit
+messages, and fails when one of them is missing. Manifests of losers, denied or killed attempts stay in
+``_temporary`` and are deleted with it; their files never reach the destination.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import orjson
+
+from ..committer import ManifestCommitter, TaskAttempt
+from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
+from ..errors import CommitterError, ConfigError, JobStateError, ManifestError
+from ..manifest import MANIFEST_SUFFIX
+from ..store import FaultInjectingStore, FileStatus, StoreOperations
+from .formats import FileWriter, OutputFormat, output_format
+from .modes import PartitionOverwriteMode, delete_old_output, list_old_output
+from .partitioning import partition_path
+
+try:
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+except ImportError as error:  # pragma: no cover - the spark extra is missing
+    raise ImportError(
+        "manifest_committer.spark needs pyspark>=4.0 and pyarrow: pip install 'manifest-committer[spark]'"
+    ) from error
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+log = logging.getLogger(__name__)
+
+SHORT_NAME = "manifest"
+"""The name ``df.write.format(...)`` uses."""
+JOB_ID_SOURCE = "spark.sql.sources.writeJobUUID"
+"""What ``_SUCCESS`` names as the origin of the job id, as Hadoop does for a job id that Spark generated."""
+PARTITION_OVERWRITE_MODE_KEY = "spark.sql.sources.partitionOverwriteMode"
+
+OPTION_PATH = "path"
+OPTION_FORMAT = "format"
+OPTION_PARTITION_BY = "partitionby"
+OPTION_MAX_RECORDS_PER_FILE = "maxrecordsperfile"
+OPTION_PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
+OPTION_STORAGE_OPTIONS = "storage_options"
+OPTION_COMPRESSION = "compression"
+OPTION_HEADER = "header"
+_PLAIN_OPTIONS = frozenset(
+    {
+        OPTION_PATH,
+        OPTION_FORMAT,
+        OPTION_PARTITION_BY,
+        OPTION_MAX_RECORDS_PER_FILE,
+        OPTION_PARTITION_OVERWRITE_MODE,
+        OPTION_STORAGE_OPTIONS,
+        OPTION_COMPRESSION,
+        OPTION_HEADER,
+    }
+)
+
+
+def _is_committer_key(key: str) -> bool:
+    return key.lower().removeprefix(SPARK_HADOOP_PREFIX).startswith((MANIFEST_PREFIX, FILE_OUTPUT_PREFIX))
+
+
+def committer_conf(conf: Mapping[str, str]) -> dict[str, str]:
+    """The committer's keys of a Spark or Hadoop conf (``spark.hadoop.`` prefix or not), with the session's
+    ``spark.sql.sources.partitionOverwriteMode``: what the driver ships to the data source as options."""
+    selected = {key: value for key, value in conf.items() if _is_committer_key(key)}
+    if PARTITION_OVERWRITE_MODE_KEY in conf:
+        selected[PARTITION_OVERWRITE_MODE_KEY] = conf[PARTITION_OVERWRITE_MODE_KEY]
+    return selected
+
+
+# --- settings ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WriteSettings:
+    """Everything about one write that the driver decides and every task needs; picklable."""
+
+    destination: str
+    job_id: str
+    output_format: OutputFormat
+    partition_by: tuple[str, ...] = ()
+    max_records_per_file: int = 0
+    """Most rows in one file; 0 means no limit (Spark's ``maxRecordsPerFile``)."""
+    overwrite: bool = False
+    partition_overwrite_mode: PartitionOverwriteMode = PartitionOverwriteMode.STATIC
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    config: CommitterConfig = field(default_factory=CommitterConfig)
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, str], *, overwrite: bool, session_conf: Mapping[str, str] | None = None
+    ) -> WriteSettings:
+        """Parse writer options over the session conf the driver shipped; an unknown option is an error."""
+        merged: dict[str, str] = {}
+        for key, value in (session_conf or {}).items():
+            if key == PARTITION_OVERWRITE_MODE_KEY:
+                merged[OPTION_PARTITION_OVERWRITE_MODE] = value
+            else:
+                merged[key.lower()] = value
+        merged.update({key.lower(): value for key, value in options.items()})
+        hadoop = {key: value for key, value in merged.items() if _is_committer_key(key)}
+        unknown = sorted(key for key in merged if key not in _PLAIN_OPTIONS and key not in hadoop)
+        if unknown:
+            raise ConfigError(f"unknown option {unknown[0]!r} of the {SHORT_NAME} data source")
+        destination = merged.get(OPTION_PATH, "").strip()
+        if not destination:
+            raise ConfigError(f"the {SHORT_NAME} data source needs a destination: save(url) or option('path', url)")
+        partition_by = tuple(c.strip() for c in merged.get(OPTION_PARTITION_BY, "").split(",") if c.strip())
+        if len(set(partition_by)) != len(partition_by):
+            raise ConfigError(f"partitionBy names a column twice: {','.join(partition_by)}")
+        max_records_text = merged.get(OPTION_MAX_RECORDS_PER_FILE, "0").strip()
+        try:
+            max_records = int(max_records_text)
+        except ValueError:
+            raise ConfigError(f"maxRecordsPerFile: expected an integer, got {max_records_text!r}") from None
+        storage_text = merged.get(OPTION_STORAGE_OPTIONS, "").strip()
+        try:
+            storage_options = orjson.loads(storage_text) if storage_text else {}
+        except orjson.JSONDecodeError:
+            raise ConfigError(f"storage_options: expected a JSON object, got {storage_text!r}") from None
+        if not isinstance(storage_options, dict):
+            raise ConfigError(f"storage_options: expected a JSON object, got {storage_text!r}")
+        return cls(
+            destination=destination,
+            job_id=f"spark-{uuid.uuid4()}",
+            output_format=output_format(merged.get(OPTION_FORMAT, "parquet"), merged),
+            partition_by=partition_by,
+            max_records_per_file=max(max_records, 0),
+            overwrite=overwrite,
+            partition_overwrite_mode=PartitionOverwriteMode.parse(
+                merged.get(OPTION_PARTITION_OVERWRITE_MODE, PartitionOverwriteMode.STATIC.value)
+            ),
+            storage_options=storage_options,
+            config=CommitterConfig.from_hadoop_conf(hadoop),
+        )
+
+    @property
+    def dynamic_overwrite(self) -> bool:
+        """Replace only the partitions this job writes (needs partition columns, like Spark)."""
+        return (
+            self.overwrite
+            and bool(self.partition_by)
+            and self.partition_overwrite_mode is PartitionOverwriteMode.DYNAMIC
+        )
+
+    def committer(self, **kwargs: Any) -> ManifestCommitter:
+        """A committer of this job; any process builds the same one."""
+        return ManifestCommitter(
+            self.destination,
+            self.job_id,
+            config=self.config,
+            storage_options=self.storage_options,
+            job_id_source=JOB_ID_SOURCE,
+            **kwargs,
+        )
+
+
+# --- commit messages -----------------------------------------------------------------------------------------------
+
+
+def task_ids(partition_id: int, spark_task_attempt_id: int) -> tuple[str, str]:
+    """(task id, task attempt id) of one Spark task attempt: both unique per attempt, so manifests never clash."""
+    return f"task_{partition_id:05d}_{spark_task_attempt_id}", f"attempt_{partition_id:05d}_{spark_task_attempt_id}"
+
+
+@dataclass(frozen=True)
+class ManifestCommitMessage(WriterCommitMessage):
+    """What one task attempt tells the driver: which manifest is its own, and what it wrote."""
+
+    job_id: str
+    partition_id: int
+    attempt_number: int
+    spark_task_attempt_id: int
+    task_id: str
+    task_attempt_id: str
+    rows: int
+    files: tuple[str, ...]
+    """Destination-relative paths of the attempt's files."""
+    partitions: tuple[str, ...]
+    """Destination-relative partition directories the attempt wrote into."""
+
+
+# --- the accepted-manifests view of the store ----------------------------------------------------------------------
+
+
+class AcceptedManifestsStore(FaultInjectingStore):
+    """The store as job commit must see it: the manifest directory lists exactly the accepted manifests.
+
+    Every other call passes through unchanged. A listing that lacks an accepted manifest is an error, so the job
+    never commits without a task the driver accepted.
+    """
+
+    def __init__(self, inner: StoreOperations, manifest_dir: str, accepted_task_ids: Sequence[str]) -> None:
+        super().__init__(inner)
+        self.manifest_dir = manifest_dir.rstrip("/")
+        self.accepted = frozenset(task_id + MANIFEST_SUFFIX for task_id in accepted_task_ids)
+        self.ignored: list[str] = []
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        listing = super().list_dir(path)
+        if path.rstrip("/") != self.manifest_dir:
+            return listing
+        kept: list[FileStatus] = []
+        for status in listing:
+            name = status.path.rstrip("/").rsplit("/", 1)[-1]
+            if name in self.accepted:
+                kept.append(status)
+            elif name.endswith(MANIFEST_SUFFIX):
+                self.ignored.append(name)
+        missing = self.accepted - {status.path.rstrip("/").rsplit("/", 1)[-1] for status in kept}
+        if missing:
+            raise ManifestError(
+                f"{self.to_url(self.manifest_dir)}: no manifest of the accepted task attempt(s) "
+                f"{', '.join(sorted(missing))}"
+            )
+        if self.ignored:
+            log.info("Ignoring %d manifests of attempts Spark did not accept: %s", len(self.ignored), self.ignored)
+        return kept
+
+
+# --- the task side ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _OpenFile:
+    relative: str
+    handle: Any
+    writer: FileWriter
+    rows: int = 0
+
+
+class _TaskOutput:
+    """Routes record batches to one rolling file per partition directory of one task attempt."""
+
+    def __init__(self, task: TaskAttempt, settings: WriteSettings, partition_id: int, spark_task_attempt_id: int):
+        self.task = task
+        self.settings = settings
+        self.prefix = f"part-{partition_id:05d}-{settings.job_id.removeprefix('spark-')}-a{spark_task_attempt_id}"
+        self.files: list[str] = []
+        self.partitions: set[str] = set()
+        self.rows = 0
+        self._open: dict[str, _OpenFile] = {}
+
+    def write(self, batch: Any) -> None:
+        import pyarrow as pa
+
+        self.rows += batch.num_rows
+        columns = self.settings.partition_by
+        if not columns:
+            self._write_to("", batch)
+            return
+        keys = list(zip(*(batch.column(name).to_pylist() for name in columns), strict=True))
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for index, key in enumerate(keys):
+            groups.setdefault(key, []).append(index)
+        data = batch.drop_columns(list(columns))
+        for key, indices in groups.items():
+            self._write_to(partition_path(columns, key), data.take(pa.array(indices, type=pa.int64())))
+
+    def _write_to(self, directory: str, batch: Any) -> None:
+        limit = self.settings.max_records_per_file
+        offset = 0
+        while offset < batch.num_rows:
+            current = self._open.get(directory) or self._new_file(directory, batch.schema)
+            count = batch.num_rows - offset if limit <= 0 else min(limit - current.rows, batch.num_rows - offset)
+            current.writer.write(batch.slice(offset, count))
+            current.rows += count
+            offset += count
+            if limit > 0 and current.rows >= limit:
+                self._close(directory)
+
+    def _new_file(self, directory: str, schema: Any) -> _OpenFile:
+        name = f"{self.prefix}-c{len(self.files):03d}{self.settings.output_format.extension}"
+        relative = f"{directory}/{name}" if directory else name
+        handle = self.task.fs.open(f"{self.task.work_path}/{relative}", "wb")
+        try:
+            writer = self.settings.output_format.open(handle, schema)
+        except BaseException:
+            handle.close()
+            raise
+        opened = _OpenFile(relative, handle, writer)
+        self._open[directory] = opened
+        self.files.append(relative)
+        if directory:
+            self.partitions.add(directory)
+        return opened
+
+    def _close(self, directory: str) -> None:
+        opened = self._open.pop(directory)
+        try:
+            opened.writer.close()
+        finally:
+            opened.handle.close()
+
+    def close(self) -> None:
+        """Finish every open file; the first error is raised after all were closed."""
+        first: BaseException | None = None
+        for directory in list(self._open):
+            try:
+                self._close(directory)
+            except BaseException as error:
+                first = first or error
+        if first is not None:
+            raise first
+
+
+def _job_is_live(committer: ManifestCommitter) -> bool:
+    """Whether the job still accepts task commits: its manifest directory exists until commit or abort."""
+    status = committer.store.info(committer.paths.manifest_dir)
+    return status is not None and status.is_dir
+
+
+def _remove_empty_job_dirs(committer: ManifestCommitter) -> None:
+    """After a late attempt cleaned up behind an ended job, remove the directories its writes recreated."""
+    paths = committer.paths
+    for directory in (paths.task_attempts_dir, paths.job_attempt_dir, paths.job_dir):
+        with contextlib.suppress(Exception):
+            committer.store.remove_empty_dir(directory)
+
+
+# --- the writer ------------------------------------------------------------------------------------------------------
+
+
+class ManifestWriter(DataSourceArrowWriter):
+    """Writes each Spark task's batches into its attempt directory, commits the task; the driver commits the job."""
+
+    def __init__(self, settings: WriteSettings) -> None:
+        self.settings = settings
+
+    def write(self, iterator: Iterator[Any]) -> ManifestCommitMessage:
+        """On an executor: write this attempt's rows, then commit the task (publish its manifest)."""
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        if context is None:
+            raise CommitterError(f"job {self.settings.job_id}: write() must run inside a Spark task")
+        partition_id = context.partitionId()
+        spark_attempt = context.taskAttemptId()
+        task_id, attempt_id = task_ids(partition_id, spark_attempt)
+        committer = self.settings.committer()
+        task = committer.setup_task(task_id, attempt_id)
+        output = _TaskOutput(task, self.settings, partition_id, spark_attempt)
+        try:
+            try:
+                for batch in iterator:
+                    if batch.num_rows:
+                        output.write(batch)
+            finally:
+                output.close()
+            if not _job_is_live(committer):
+                # Spark killed this attempt (a speculation loser, or a failed stage) and its input just ended:
+                # the job was committed or aborted meanwhile. Publishing now would leave debris in _temporary.
+                raise JobStateError(
+                    f"{committer.store.to_url(committer.paths.manifest_dir)}: job {self.settings.job_id} ended "
+                    f"before task attempt {attempt_id} could commit"
+                )
+            committer.commit_task(task)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                committer.abort_task(task)
+            if not _job_is_live(committer):
+                _remove_empty_job_dirs(committer)
+            raise
+        return ManifestCommitMessage(
+            job_id=self.settings.job_id,
+            partition_id=partition_id,
+            attempt_number=context.attemptNumber(),
+            spark_task_attempt_id=spark_attempt,
+            task_id=task_id,
+            task_attempt_id=attempt_id,
+            rows=output.rows,
+            files=tuple(output.files),
+            partitions=tuple(sorted(output.partitions)),
+        )
+
+    def accepted_messages(self, messages: Sequence[WriterCommitMessage | None]) -> list[ManifestCommitMessage]:
+        """The messages Spark accepted, checked: all present, of this job, one per partition."""
+        accepted: list[ManifestCommitMessage] = []
+        partitions: set[int] = set()
+        for index, message in enumerate(messages):
+            if not isinstance(message, ManifestCommitMessage):
+                raise CommitterError(
+                    f"job {self.settings.job_id}: commit message {index} is {type(message).__name__}, "
+                    "not a message of a committed task"
+                )
+            if message.job_id != self.settings.job_id:
+                raise CommitterError(
+                    f"job {self.settings.job_id}: commit message of task {message.task_id} belongs to job "
+                    f"{message.job_id}"
+                )
+            if message.partition_id in partitions:
+                raise CommitterError(
+                    f"job {self.settings.job_id}: two commit messages of partition {message.partition_id}"
+                )
+            partitions.add(message.partition_id)
+            accepted.append(message)
+        return accepted
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """On the driver: commit the job from the accepted attempts' manifests, then replace old output."""
+        settings = self.settings
+        accepted = self.accepted_messages(messages)
+        plain = settings.committer()
+        views: list[AcceptedManifestsStore] = []
+
+        def accepted_view(store: StoreOperations) -> StoreOperations:
+            view = AcceptedManifestsStore(store, plain.paths.manifest_dir, [m.task_id for m in accepted])
+            views.append(view)
+            return view
+
+        committer = settings.committer(store_wrapper=accepted_view)
+        fs = committer.store.fs
+        old = None
+        if settings.overwrite:
+            written = {d for message in accepted for d in message.partitions} if settings.dynamic_overwrite else None
+            old = list_old_output(fs, committer.paths.dest, written)
+        committer.commit_job()
+        deleted = delete_old_output(fs, old) if old is not None else 0
+        log.info(
+            "Job %s committed %d tasks, %d rows into %s; %d old files replaced, %d unaccepted manifests ignored",
+            settings.job_id,
+            len(accepted),
+            sum(message.rows for message in accepted),
+            committer.destination_url,
+            deleted,
+            len(views[0].ignored) if views else 0,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """On the driver: abort the job; the destination is left as it was before the job."""
+        self.settings.committer().abort_job()
+
+
+class ManifestDataSource(DataSource):
+    """``df.write.format("manifest")``: files through the manifest committer; see the module docstring."""
+
+    session_conf: ClassVar[dict[str, str]] = {}
+    """Committer keys of the session conf, captured by ``register()`` (a data source cannot read the conf)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SHORT_NAME
+
+    def writer(self, schema: StructType, overwrite: bool) -> ManifestWriter:
+        """On the driver: parse the options, check the partition columns and set up the job."""
+        settings = WriteSettings.from_options(self.options, overwrite=overwrite, session_conf=self.session_conf)
+        names = list(schema.fieldNames())
+        missing = [column for column in settings.partition_by if column not in names]
+        if missing:
+            raise ConfigError(f"partition column {missing[0]!r} is not a column of the data: {', '.join(names)}")
+        if settings.partition_by and len(settings.partition_by) == len(names):
+            raise ConfigError("every column is a partition column: at least one data column must remain")
+        settings.committer().setup_job()
+        log.info("Set up job %s writing %s into %s", settings.job_id, settings.output_format.name, settings.destination)
+        return ManifestWriter(settings)

@@ -1,0 +1,266 @@
+"""Azure Blob Storage through adlfs (``abfs://``, ``az://``): a rename that never overwrites, made of copy + delete.
+
+The blob endpoint has no rename. adlfs's ``mv`` copies, never checks the copy finished and silently replaces
+the destination, so this binding builds the rename itself from the SDK:
+
+1. HEAD the source (its etag pins the version copied) and, at the same time, look for blobs below ``dest/``
+   (a "directory" in the way).
+2. Server-side copy with ``If-None-Match: *`` on the destination (``MatchConditions.IfMissing``): the service
+   answers 409 if anything is there, so no file is ever replaced, even by a racing writer. The copy is pinned to
+   the source's etag. A pending copy (large blobs on real Azure) is polled until it finishes.
+3. Delete the source, only if it is still the version copied.
+
+Between 2 and 3 both paths hold the file. A rename interrupted there is finished by the next call: a
+destination whose copy properties name this very source, completed after the source's last change, with the
+same size and Content-MD5, is the rename's own copy; the source is deleted and the call succeeds. Anything else
+at the destination is ``FileExistsError``.
+
+Etags change with a copy, so ``etags_preserved_in_rename`` is false; Content-MD5 is copied with the blob, so a
+status's ``checksum`` (base64 Content-MD5, when the writer's upload set one) survives a rename.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import errno
+import logging
+import time
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from fsspec.asyn import sync
+
+from ..urls import decode_path, split_url
+from .operations import FileStatus, StoreCapabilities, StoreOperations
+from .transient import caused_by_transient, is_transient_azure
+
+log = logging.getLogger(__name__)
+
+COPY_POLL_INTERVAL = 0.05
+"""Seconds between polls of a pending server-side copy (doubling up to 2 s)."""
+COPY_TIMEOUT = 600.0
+"""Seconds a pending copy may take before the rename gives up with ``TimeoutError``."""
+
+
+def _md5_of(properties: Any) -> str | None:
+    settings = properties.get("content_settings") if isinstance(properties, dict) else properties.content_settings
+    if settings is None:
+        return None
+    md5 = settings.get("content_md5") if isinstance(settings, dict) else getattr(settings, "content_md5", None)
+    return base64.b64encode(bytes(md5)).decode("ascii") if md5 else None
+
+
+def _is_directory_marker(metadata: dict[str, str] | None) -> bool:
+    return bool(metadata) and str((metadata or {}).get("is_directory", "")).lower() == "true"
+
+
+def _if_not_modified() -> Any:
+    from azure.core import MatchConditions
+
+    return MatchConditions.IfNotModified
+
+
+class AzureBlobStore(StoreOperations):
+    """Azure Blob Storage (flat namespace) via adlfs; ``rename_file`` is conditional copy + delete."""
+
+    capabilities = StoreCapabilities(
+        atomic_rename=False,
+        etags_preserved_in_rename=False,
+        real_directories=False,
+        checksums_preserved_in_rename=True,
+    )
+
+    def __init__(self, fs: Any, scheme: str = "abfs") -> None:
+        super().__init__(fs, scheme)
+
+    # --- URLs: Hadoop writes abfs://container@account.dfs.core.windows.net/path ---------------------------
+
+    def from_url(self, url: str) -> str:
+        scheme, authority, path = split_url(url)
+        if scheme not in ("abfs", "abfss", "az", "wasb", "wasbs"):
+            raise ValueError(f"{url} is not an Azure Blob Storage URL")
+        container = authority.split("@", 1)[0]
+        return decode_path(f"{container}{path}" if container else path.lstrip("/"))
+
+    # --- errors and statuses --------------------------------------------------------------------------------
+
+    def is_transient(self, error: BaseException) -> bool:
+        return caused_by_transient(error, is_transient_azure)
+
+    def _status(self, raw: dict[str, Any]) -> FileStatus:
+        status = super()._status(raw)
+        is_dir = status.is_dir or _is_directory_marker(raw.get("metadata"))
+        return FileStatus(
+            path=status.path,
+            size=0 if is_dir else status.size,
+            is_dir=is_dir,
+            etag=status.etag,
+            checksum=None if is_dir else _md5_of(raw),
+        )
+
+    # --- directories: zero-byte blobs with metadata is_directory=true, the convention adlfs and HNS share -----
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        # adlfs lists a directory that has both a marker blob and blobs below it twice.
+        unique = {status.path.rstrip("/"): status for status in super().list_dir(path)}
+        return [status for name, status in unique.items() if name != path.rstrip("/")]
+
+    def mkdirs(self, path: str) -> None:
+        """Create a directory marker blob unless the directory already exists (as a marker or a prefix)."""
+        status = self.info(path)
+        if status is not None:
+            if not status.is_dir:
+                raise FileExistsError(errno.EEXIST, "a file is in the way of a directory", path)
+            return
+        sync(self.fs.loop, self._create_marker, path)
+
+    async def _create_marker(self, path: str) -> None:
+        from azure.core.exceptions import ResourceExistsError
+
+        container, blob = self._split(path)
+        if not blob:
+            await self.fs._mkdir(container, exist_ok=True)
+            return
+        client = self.fs.service_client.get_blob_client(container, blob.rstrip("/"))
+        try:
+            await client.upload_blob(b"", overwrite=False, metadata={"is_directory": "true"})
+        except ResourceExistsError:
+            properties = await client.get_blob_properties()
+            if not _is_directory_marker(properties.metadata):
+                raise FileExistsError(errno.EEXIST, "a file is in the way of a directory", path) from None
+
+    def remove_empty_dir(self, path: str) -> bool:
+        try:
+            if self.list_dir(path):
+                return False
+        except FileNotFoundError:
+            return False
+        return bool(sync(self.fs.loop, self._delete_marker, path))
+
+    async def _delete_marker(self, path: str) -> bool:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        container, blob = self._split(path)
+        client = self.fs.service_client.get_blob_client(container, blob.rstrip("/"))
+        try:
+            properties = await client.get_blob_properties()
+            if not _is_directory_marker(properties.metadata):
+                return False
+            await client.delete_blob(etag=properties.etag, match_condition=_if_not_modified())
+        except ResourceNotFoundError:
+            return False
+        return True
+
+    # --- rename -----------------------------------------------------------------------------------------------
+
+    def _split(self, path: str) -> tuple[str, str]:
+        container, blob, _ = self.fs.split_path(path)
+        return container, blob
+
+    def rename_file(self, source: str, dest: str) -> None:
+        """Conditional server-side copy, then delete; ``FileExistsError`` if anything is at ``dest``."""
+        sync(self.fs.loop, self._rename, source, dest)
+
+    async def _rename(self, source: str, dest: str) -> None:
+        from azure.core import MatchConditions
+        from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
+
+        service = self.fs.service_client
+        source_container, source_blob = self._split(source)
+        dest_container, dest_blob = self._split(dest)
+        if not source_blob or not dest_blob:
+            raise IsADirectoryError(errno.EISDIR, "cannot rename a container", source if not source_blob else dest)
+        source_client = service.get_blob_client(source_container, source_blob)
+        dest_client = service.get_blob_client(dest_container, dest_blob)
+
+        source_probe: Any
+        below_dest: Any
+        source_probe, below_dest = await asyncio.gather(
+            source_client.get_blob_properties(),
+            self._has_blobs_below(dest_container, dest_blob),
+            return_exceptions=True,
+        )
+        if isinstance(source_probe, ResourceNotFoundError):
+            raise FileNotFoundError(errno.ENOENT, "rename source not found", source) from None
+        if isinstance(source_probe, BaseException):
+            raise source_probe
+        if isinstance(below_dest, BaseException):
+            raise below_dest
+        if _is_directory_marker(source_probe.metadata):
+            raise FileNotFoundError(errno.ENOENT, "rename source is a directory, not a file", source)
+        if below_dest:
+            raise FileExistsError(errno.EEXIST, "rename destination is a directory", dest)
+
+        try:
+            copy = await dest_client.start_copy_from_url(
+                source_client.url,
+                match_condition=MatchConditions.IfMissing,
+                source_etag=source_probe.etag,
+                source_match_condition=MatchConditions.IfNotModified,
+            )
+        except ResourceExistsError:
+            if await self._is_own_copy(source_client, source_probe, dest_client):
+                log.info("Finishing an interrupted rename of %s to %s: deleting the source", source, dest)
+                await self._delete_source(source_client, source_probe.etag, source)
+                return
+            raise FileExistsError(errno.EEXIST, "rename destination exists", dest) from None
+        except ResourceNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "rename source vanished during the rename", source) from None
+        except ResourceModifiedError as error:
+            raise OSError(errno.EBUSY, f"rename source changed during the rename: {error}", source) from error
+
+        status = copy.get("copy_status")
+        if status == "pending":
+            status = await self._wait_for_copy(dest_client, dest)
+        if status != "success":
+            raise OSError(errno.EIO, f"server-side copy ended as {status!r}", dest)
+        await self._delete_source(source_client, source_probe.etag, source)
+
+    async def _has_blobs_below(self, container: str, blob: str) -> bool:
+        client = self.fs.service_client.get_container_client(container)
+        async for _ in client.list_blobs(name_starts_with=blob.rstrip("/") + "/", results_per_page=1):
+            return True
+        return False
+
+    async def _wait_for_copy(self, dest_client: Any, dest: str) -> str:
+        deadline = time.monotonic() + COPY_TIMEOUT
+        interval = COPY_POLL_INTERVAL
+        while time.monotonic() < deadline:
+            await asyncio.sleep(interval)
+            interval = min(interval * 2, 2.0)
+            properties = await dest_client.get_blob_properties()
+            status: str = properties.copy.status
+            if status != "pending":
+                return status
+        raise TimeoutError(f"server-side copy to {dest} still pending after {COPY_TIMEOUT} s")
+
+    async def _is_own_copy(self, source_client: Any, source: Any, dest_client: Any) -> bool:
+        """Is the destination a finished copy of this version of the source (an interrupted rename)?"""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            dest = await dest_client.get_blob_properties()
+        except ResourceNotFoundError:
+            return False
+        copy = dest.copy
+        if copy is None or copy.status != "success" or not copy.source or copy.completion_time is None:
+            return False
+        copied_from = urlsplit(copy.source)
+        expected = urlsplit(source_client.url)
+        if (copied_from.netloc, unquote(copied_from.path)) != (expected.netloc, unquote(expected.path)):
+            return False
+        if copy.completion_time < source.last_modified or dest.size != source.size:
+            return False
+        return _md5_of(dest) == _md5_of(source)
+
+    async def _delete_source(self, source_client: Any, etag: str, source: str) -> None:
+        from azure.core import MatchConditions
+        from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
+
+        try:
+            await source_client.delete_blob(etag=etag, match_condition=MatchConditions.IfNotModified)
+        except ResourceNotFoundError:
+            log.debug("Rename source %s was already deleted", source)
+        except ResourceModifiedError as error:
+            raise OSError(errno.EBUSY, "rename source changed after it was copied; it was kept", source) from error

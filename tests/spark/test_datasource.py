@@ -1,0 +1,178 @@
+"""The driver side of the data source without Spark: settings, and a job commit of accepted attempts only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import manifest_committer as mc
+from manifest_committer.spark import ManifestCommitMessage, ManifestWriter, PartitionOverwriteMode, WriteSettings
+from manifest_committer.spark.datasource import task_ids
+
+
+def make_writer(destination: Path, *, overwrite: bool = False, **options: str) -> ManifestWriter:
+    settings = WriteSettings.from_options({"path": str(destination), **options}, overwrite=overwrite)
+    settings.committer().setup_job()
+    return ManifestWriter(settings)
+
+
+def run_attempt(
+    writer: ManifestWriter, partition: int, spark_attempt: int, files: dict[str, bytes]
+) -> ManifestCommitMessage:
+    """What an executor does: write into the attempt directory, commit the task, describe it to the driver."""
+    committer = writer.settings.committer()
+    task_id, attempt_id = task_ids(partition, spark_attempt)
+    task = committer.setup_task(task_id, attempt_id)
+    for relative, data in files.items():
+        with task.fs.open(f"{task.work_path}/{relative}", "wb") as handle:
+            handle.write(data)
+    committer.commit_task(task)
+    return ManifestCommitMessage(
+        job_id=writer.settings.job_id,
+        partition_id=partition,
+        attempt_number=0,
+        spark_task_attempt_id=spark_attempt,
+        task_id=task_id,
+        task_attempt_id=attempt_id,
+        rows=len(files),
+        files=tuple(files),
+        partitions=tuple(sorted({r.rsplit("/", 1)[0] for r in files if "/" in r})),
+    )
+
+
+def data_files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not str(p.relative_to(root)).startswith("_")
+    }
+
+
+def test_only_accepted_attempts_reach_the_destination(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    writer = make_writer(out)
+    # Partition 0: a speculative attempt that Spark killed still published a (partial) manifest, before and
+    # after the winner; partition 1 failed once after its task commit (a lost executor), then succeeded.
+    run_attempt(writer, 0, 10, {"part-0-a10.csv": b"partial"})
+    winner = run_attempt(writer, 0, 11, {"part-0-a11.csv": b"complete 0"})
+    run_attempt(writer, 0, 13, {"part-0-a13.csv": b"late"})
+    run_attempt(writer, 1, 12, {"part-1-a12.csv": b"lost"})
+    retry = run_attempt(writer, 1, 14, {"part-1-a14.csv": b"complete 1"})
+
+    writer.commit([winner, retry])
+
+    assert data_files(out) == {"part-0-a11.csv": b"complete 0", "part-1-a14.csv": b"complete 1"}
+    success = mc.SuccessData.load(str(out / "_SUCCESS"))
+    assert success.success
+    assert [name.rsplit("/", 1)[-1] for name in success.filenames] == ["part-0-a11.csv", "part-1-a14.csv"]
+    assert not (out / "_temporary" / writer.settings.job_id).exists()
+
+
+def test_missing_accepted_manifest_fails_and_abort_restores(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.csv").write_bytes(b"old")
+    writer = make_writer(out)
+    accepted = run_attempt(writer, 0, 1, {"new.csv": b"new"})
+    task_id, attempt_id = task_ids(1, 2)
+    never_committed = ManifestCommitMessage(writer.settings.job_id, 1, 0, 2, task_id, attempt_id, 0, (), ())
+
+    with pytest.raises(mc.ManifestError, match=task_id):
+        writer.commit([accepted, never_committed])
+    assert data_files(out) == {"old.csv": b"old"}
+    writer.abort([accepted, never_committed])
+    assert data_files(out) == {"old.csv": b"old"}
+    assert not (out / "_temporary" / writer.settings.job_id).exists()
+
+
+def test_messages_must_belong_to_the_job(tmp_path: Path) -> None:
+    writer = make_writer(tmp_path / "out")
+    other = make_writer(tmp_path / "out")
+    foreign = run_attempt(other, 0, 1, {"a.csv": b"a"})
+    with pytest.raises(mc.CommitterError, match=f"belongs to job {other.settings.job_id}"):
+        writer.commit([foreign])
+    with pytest.raises(mc.CommitterError, match="commit message 0 is NoneType"):
+        writer.commit([None])
+    mine = run_attempt(writer, 0, 2, {"b.csv": b"b"})
+    with pytest.raises(mc.CommitterError, match="two commit messages of partition 0"):
+        writer.commit([mine, mine])
+
+
+def test_overwrite_deletes_old_files_after_commit_and_spares_other_jobs(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "dt=1").mkdir(parents=True)
+    (out / "dt=1" / "old.csv").write_bytes(b"old 1")
+    (out / "old.csv").write_bytes(b"old")
+    concurrent = out / "_temporary" / "other-job" / "00" / "tasks" / "x" / "f.csv"
+    concurrent.parent.mkdir(parents=True)
+    concurrent.write_bytes(b"in flight")
+    writer = make_writer(out, overwrite=True)
+    writer.commit([run_attempt(writer, 0, 1, {"dt=2/new.csv": b"new 2"})])
+    assert data_files(out) == {"dt=2/new.csv": b"new 2"}
+    assert not (out / "dt=1").exists()
+    assert concurrent.read_bytes() == b"in flight"
+    assert (out / "_SUCCESS").exists()
+
+
+def test_dynamic_overwrite_replaces_written_partitions_only(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    for directory in ("dt=1", "dt=2"):
+        (out / directory).mkdir(parents=True)
+        (out / directory / "old.csv").write_bytes(directory.encode())
+    writer = make_writer(out, overwrite=True, partitionBy="dt", partitionOverwriteMode="dynamic")
+    assert writer.settings.dynamic_overwrite
+    writer.commit(
+        [run_attempt(writer, 0, 1, {"dt=2/new.csv": b"new 2"}), run_attempt(writer, 1, 2, {"dt=3/new.csv": b"new 3"})]
+    )
+    assert data_files(out) == {"dt=1/old.csv": b"dt=1", "dt=2/new.csv": b"new 2", "dt=3/new.csv": b"new 3"}
+
+
+def test_settings_from_options_and_session_conf() -> None:
+    settings = WriteSettings.from_options(
+        {
+            "path": "/data/out",
+            "format": "JSONL",
+            "partitionby": " dt , country ",
+            "maxrecordsperfile": "10",
+            "storage_options": '{"auto_mkdir": true}',
+            "mapreduce.manifest.committer.io.threads": "4",
+        },
+        overwrite=True,
+        session_conf={
+            "spark.hadoop.mapreduce.manifest.committer.validate.output": "true",
+            "spark.hadoop.mapreduce.manifest.committer.io.threads": "64",
+            "spark.sql.sources.partitionOverwriteMode": "DYNAMIC",
+        },
+    )
+    assert settings.output_format.name == "json"
+    assert settings.partition_by == ("dt", "country")
+    assert settings.max_records_per_file == 10
+    assert settings.storage_options == {"auto_mkdir": True}
+    assert settings.config.io_threads == 4  # the option wins over the session
+    assert settings.config.validate_output is True
+    assert settings.partition_overwrite_mode is PartitionOverwriteMode.DYNAMIC
+    assert settings.dynamic_overwrite
+    assert settings.job_id.startswith("spark-")
+    assert WriteSettings.from_options({"path": "/x"}, overwrite=False).job_id != settings.job_id
+    parquet = WriteSettings.from_options({"path": "/x"}, overwrite=False).output_format
+    assert (parquet.name, parquet.extension) == ("parquet", ".snappy.parquet")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"path": "/x", "partitionBys": "a"}, "unknown option 'partitionbys'"),
+        ({"path": "/x", "mapreduce.manifest.committer.io.thread": "2"}, "mapreduce.manifest.committer.io.thread"),
+        ({"path": "/x", "mapreduce.manifest.committer.io.threads": "many"}, "'many'"),
+        ({"path": "/x", "format": "orc"}, "format 'orc' is not supported"),
+        ({"path": "/x", "compression": "lzo"}, "compression 'lzo'"),
+        ({"path": "/x", "storage_options": "[1]"}, "storage_options: expected a JSON object"),
+        ({"path": "/x", "partitionBy": "a,a"}, "partitionBy names a column twice"),
+        ({"path": "/x", "partitionOverwriteMode": "sometimes"}, "partitionOverwriteMode 'sometimes'"),
+        ({"format": "csv"}, "needs a destination"),
+    ],
+)
+def test_bad_options_name_what_is_wrong(options: dict[str, str], message: str) -> None:
+    with pytest.raises(mc.ConfigError, match=message):
+        WriteSettings.from_options(options, overwrite=False)

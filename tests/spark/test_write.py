@@ -1,0 +1,273 @@
+"""Writing DataFrames through the ``manifest`` data source on a real local Spark session."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark import TaskContext
+from pyspark.cloudpickle import register_pickle_by_value
+from pyspark.sql import DataFrame, SparkSession, functions
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+import manifest_committer as mc
+import manifest_committer.spark as mcs
+from manifest_committer.spark.datasource import ManifestDataSource, ManifestWriter
+
+pytestmark = pytest.mark.spark
+
+# Classes and UDFs of this module must reach the Python workers by value: the module is not importable there.
+register_pickle_by_value(sys.modules[__name__])  # type: ignore[no-untyped-call]
+
+SCHEMA = StructType(
+    [StructField("id", LongType()), StructField("name", StringType()), StructField("country", StringType())]
+)
+ROWS = [(i, f"name {i}", ["DE", "FR", "a b/c=d%", None][i % 4]) for i in range(40)]
+
+
+def frame(spark: SparkSession, rows: list[tuple[Any, ...]] = ROWS, partitions: int = 3) -> DataFrame:
+    return spark.createDataFrame(rows, SCHEMA).repartition(partitions)
+
+
+def read_back(spark: SparkSession, path: Path, fmt: str = "parquet") -> list[tuple[Any, ...]]:
+    reader = spark.read.schema(SCHEMA)
+    if fmt == "csv":
+        reader = reader.option("header", "true")
+    frame = reader.format(fmt).load(str(path))
+    return sorted((tuple(row) for row in frame.select("id", "name", "country").collect()), key=lambda r: r[0])
+
+
+def data_files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and not str(p.relative_to(root)).startswith("_")
+    }
+
+
+def job_state_files(root: Path) -> list[Path]:
+    temporary = root / "_temporary"
+    return [p for p in temporary.rglob("*") if p.is_file()] if temporary.exists() else []
+
+
+def assert_no_job_state(root: Path, wait: float = 0.0) -> None:
+    """Nothing of any job left under ``_temporary``; ``wait``: for how long tasks Spark killed may still run."""
+    deadline = time.monotonic() + wait
+    while job_state_files(root) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert job_state_files(root) == []
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_every_format_reads_back_row_exact(spark: SparkSession, tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / "out"
+    mcs.write(frame(spark), str(out), format=fmt, options={"maxRecordsPerFile": "5"})
+    assert read_back(spark, out, fmt) == sorted(ROWS)
+    files = data_files(out)
+    extension = {"parquet": ".snappy.parquet", "csv": ".csv", "json": ".json"}[fmt]
+    assert files and all(name.endswith(extension) for name in files)
+    assert len(files) >= 8  # 40 rows, at most 5 per file
+    success = mc.SuccessData.load(str(out / "_SUCCESS"))
+    assert success.success and success.job_id.startswith("spark-")
+    assert sorted(name.rsplit("/", 1)[-1] for name in success.filenames) == sorted(files)
+    assert_no_job_state(out)
+
+
+def test_partitioned_write_escapes_odd_values(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    mcs.write(frame(spark), str(out), partition_by=["country"], mode="append")
+    directories = sorted(p.name for p in out.iterdir() if p.is_dir() and p.name != "_temporary")
+    assert directories == [
+        "country=DE",
+        "country=FR",
+        "country=__HIVE_DEFAULT_PARTITION__",
+        "country=a b%2Fc%3Dd%25",
+    ]
+    assert read_back(spark, out) == sorted(ROWS)
+    for path in out.rglob("*.parquet"):  # partition columns live in the path only
+        assert spark.read.parquet(str(path)).columns == ["id", "name"]
+
+
+def test_format_path_with_options_and_committer_keys(spark: SparkSession, tmp_path: Path) -> None:
+    out, reports = tmp_path / "out", tmp_path / "reports"
+    mcs.register(spark)
+    (
+        frame(spark)
+        .write.format("manifest")
+        .option("format", "csv")
+        .option("partitionBy", "country")
+        .option("mapreduce.manifest.committer.summary.report.directory", str(reports))
+        .option("spark.hadoop.mapreduce.manifest.committer.validate.output", "true")
+        .mode("append")
+        .save(str(out))
+    )
+    assert read_back(spark, out, "csv") == sorted(ROWS)
+    summaries = list(reports.glob("summary-spark-*.json"))
+    assert len(summaries) == 1 and mc.SuccessData.load(str(summaries[0])).success
+    with pytest.raises(Exception, match=r"mapreduce\.manifest\.committer\.no\.such\.key"):
+        frame(spark).write.format("manifest").option("mapreduce.manifest.committer.no.such.key", "1").mode(
+            "append"
+        ).save(str(tmp_path / "other"))
+    assert not (tmp_path / "other").exists() or not data_files(tmp_path / "other")
+
+
+def test_session_conf_reaches_the_committer(spark: SparkSession, tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    key = "spark.hadoop.mapreduce.manifest.committer.summary.report.directory"
+    spark.conf.set(key, str(reports))
+    try:
+        mcs.write(frame(spark), str(tmp_path / "out"), mode="append")
+    finally:
+        spark.conf.unset(key)
+    assert len(list(reports.glob("summary-spark-*.json"))) == 1
+
+
+def test_errorifexists_and_ignore(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    mcs.write(frame(spark, ROWS[:10]), str(out))  # errorifexists on a new destination writes
+    before = data_files(out)
+    with pytest.raises(mcs.DestinationExistsError, match=str(out)):
+        mcs.write(frame(spark, ROWS[10:]), str(out))
+    mcs.write(frame(spark, ROWS[10:]), str(out), mode="ignore")
+    assert data_files(out) == before
+    assert read_back(spark, out) == sorted(ROWS[:10])
+    fresh = tmp_path / "fresh"
+    mcs.write(frame(spark, ROWS[10:]), str(fresh), mode="ignore")
+    assert read_back(spark, fresh) == sorted(ROWS[10:])
+
+
+def test_append_then_overwrite(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    mcs.write(frame(spark, ROWS[:20]), str(out), mode="append")
+    mcs.write(frame(spark, ROWS[20:]), str(out), mode="append")
+    assert read_back(spark, out) == sorted(ROWS)
+    old = set(data_files(out))
+    mcs.write(frame(spark, ROWS[:5]), str(out), partition_by=["country"], mode="overwrite")
+    assert read_back(spark, out) == sorted(ROWS[:5])
+    assert not old & set(data_files(out))
+
+
+def test_dynamic_partition_overwrite(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    mcs.write(frame(spark), str(out), partition_by=["country"], mode="append")
+    replacement: list[tuple[Any, ...]] = [(100, "new DE", "DE"), (101, "new XX", "XX")]
+    mcs.write(
+        frame(spark, replacement, 2),
+        str(out),
+        partition_by=["country"],
+        mode="overwrite",
+        options={"partitionOverwriteMode": "dynamic"},
+    )
+    expected = sorted([row for row in ROWS if row[2] != "DE"] + replacement)
+    assert read_back(spark, out) == expected
+    # The session's setting works as well, through the format path.
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        mcs.register(spark)
+        frame(spark, [(200, "newer FR", "FR")], 1).write.format("manifest").option("partitionBy", "country").mode(
+            "overwrite"
+        ).save(str(out))
+    finally:
+        spark.conf.unset("spark.sql.sources.partitionOverwriteMode")
+        mcs.register(spark)
+    assert read_back(spark, out) == sorted([row for row in expected if row[2] != "FR"] + [(200, "newer FR", "FR")])
+
+
+def fail_first_attempt(value: int) -> int:
+    """Fails every task's first attempt on the row with id 7 (one task of the write)."""
+    context = TaskContext.get()
+    if value == 7 and context is not None and context.attemptNumber() == 0:
+        raise ValueError("injected failure of a first attempt")
+    return value
+
+
+def test_first_attempt_task_failures_are_retried(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    df = frame(spark).withColumn("id", functions.udf(fail_first_attempt, LongType())("id"))
+    mcs.write(df, str(out), mode="append")
+    assert read_back(spark, out) == sorted(ROWS)
+    assert_no_job_state(out)
+
+
+class CommitsThenDiesWriter(ManifestWriter):
+    """The executor dies after its task commit on first attempts: a manifest Spark never accepts."""
+
+    def write(self, iterator: Any) -> mcs.ManifestCommitMessage:
+        message = super().write(iterator)
+        context = TaskContext.get()
+        if context is not None and context.attemptNumber() == 0:
+            raise RuntimeError("executor lost after the task commit")
+        return message
+
+
+class CommitsThenDiesSource(ManifestDataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "manifest_commits_then_dies"
+
+    def writer(self, schema: StructType, overwrite: bool) -> ManifestWriter:
+        return CommitsThenDiesWriter(super().writer(schema, overwrite).settings)
+
+
+def test_manifests_of_unaccepted_attempts_never_reach_the_destination(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    spark.dataSource.register(CommitsThenDiesSource)
+    frame(spark).write.format("manifest_commits_then_dies").mode("append").save(str(out))
+    assert read_back(spark, out) == sorted(ROWS)
+    files = data_files(out)
+    assert len(files) == 3
+    # Every file is of a second attempt: first attempts committed their tasks, but were never accepted.
+    success = mc.SuccessData.load(str(out / "_SUCCESS"))
+    assert len(success.filenames) == 3
+
+
+def always_fail(value: int) -> int:
+    if value == 7:
+        raise ValueError("injected failure of every attempt")
+    return value
+
+
+@pytest.mark.parametrize("mode", ["append", "overwrite"])
+def test_failed_job_leaves_destination_as_it_was(spark: SparkSession, tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "out"
+    mcs.write(frame(spark, ROWS[:20]), str(out), partition_by=["country"], mode="append")
+    before = data_files(out)
+    success_before = (out / "_SUCCESS").read_bytes()
+    with pytest.raises(Exception, match="injected failure of every attempt"):
+        mcs.write(
+            frame(spark).withColumn("id", functions.udf(always_fail, LongType())("id")),
+            str(out),
+            partition_by=["country"],
+            mode=mode,
+        )
+    assert data_files(out) == before
+    assert read_back(spark, out) == sorted(ROWS[:20])
+    # Tasks Spark killed when the job failed see their input end and may try to commit after the job abort.
+    assert_no_job_state(out, wait=10)
+    # setup_job removed the old _SUCCESS (as Hadoop does), so a reader cannot mistake the failed job for done.
+    assert not (out / "_SUCCESS").exists() or (out / "_SUCCESS").read_bytes() == success_before
+
+
+def test_two_concurrent_appends_into_one_destination(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    halves = [ROWS[:20], ROWS[20:]]
+    errors: list[BaseException] = []
+
+    def append(rows: list[tuple[Any, ...]]) -> None:
+        try:
+            mcs.write(frame(spark, rows), str(out), partition_by=["country"], mode="append")
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=append, args=(rows,)) for rows in halves]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert read_back(spark, out) == sorted(ROWS)
+    assert_no_job_state(out)
