@@ -35,6 +35,12 @@ _STATUS_PRECEDENCE = {
 }
 
 
+def _may_hold_relative_segments(path: str) -> bool:
+    """``has_relative_segments``, skipped when no segment can start with a dot (nearly every path: one
+    substring test instead of a split; ``.parquet`` alone makes the full test split every path)."""
+    return ("/." in path or path.startswith(".")) and has_relative_segments(path)
+
+
 @dataclass(frozen=True, slots=True)
 class TargetDirectory:
     """A destination directory the job's files go into."""
@@ -197,12 +203,16 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         for entry in manifest.files:
             source = self._path_of(entry.source, url, "source")
             dest = self._path_of(entry.dest, url, "destination")
-            if not source.startswith(source_prefix) or has_relative_segments(source):
+            if not source.startswith(source_prefix) or _may_hold_relative_segments(source):
                 raise ManifestError(
                     f"{url}: source {entry.source} lies outside the directory of task attempt "
                     f"{manifest.task_attempt_id}"
                 )
-            if not dest.startswith(dest_prefix) or dest.startswith(temporary_prefix) or has_relative_segments(dest):
+            if (
+                not dest.startswith(dest_prefix)
+                or dest.startswith(temporary_prefix)
+                or _may_hold_relative_segments(dest)
+            ):
                 raise ManifestError(f"{url}: destination {entry.dest} lies outside the job's destination")
             rows.append((source, dest, entry.size, entry.etag, entry.dest))
         directories = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -26,6 +27,43 @@ def _link_then_unlink(source: str, dest: str) -> None:
     # link() fails with EEXIST if dest exists, so no file there is ever replaced.
     os.link(source, dest)
     os.unlink(source)
+
+
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _remove_tree(parent_fd: int | None, name: str) -> None:
+    """Delete a directory tree without following symlinks, like ``shutil.rmtree``, with fewer system calls.
+
+    A job's temporary tree is mostly empty directories once its files are renamed away (one per task and
+    partition), so each subdirectory is first tried with a bare ``rmdir``: one call where ``rmtree`` makes
+    about seven (lstat, open, fstat, getdents, close, rmdir). Only a directory that is not empty is opened
+    and walked. A child that vanishes meanwhile is fine; the tree itself missing raises
+    ``FileNotFoundError``. Directories are opened relative to their parent's descriptor with ``O_NOFOLLOW``, so a
+    symlink swapped in during the walk is never followed.
+    """
+    fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=parent_fd)
+    try:
+        with os.scandir(fd) as entries:
+            children = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        for child, is_dir in children:
+            with contextlib.suppress(FileNotFoundError):  # gone meanwhile: the goal all the same
+                if is_dir:
+                    _remove_child_directory(fd, child)
+                else:
+                    os.unlink(child, dir_fd=fd)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent_fd)
+
+
+def _remove_child_directory(parent_fd: int, name: str) -> None:
+    try:
+        os.rmdir(name, dir_fd=parent_fd)
+    except OSError as error:
+        if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        _remove_tree(parent_fd, name)
 
 
 class LocalStore(StoreOperations):
@@ -92,7 +130,7 @@ class LocalStore(StoreOperations):
 
     def delete_dir(self, path: str) -> bool:
         try:
-            shutil.rmtree(path)
+            _remove_tree(None, path)
         except FileNotFoundError:
             return False
         except NotADirectoryError:

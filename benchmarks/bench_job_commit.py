@@ -1,0 +1,577 @@
+"""Job-commit benchmark: this project's ManifestCommitter against Hadoop 3.5's, on the same local disk, in one run.
+
+For each case (``TASKSxPARTITIONS``) and each run, a fresh job is prepared: ``setup_job``; for every task
+``setup_task``, one small file written with plain ``os`` calls into each of the partition directories
+``dt=2024-01-01+n/part-<task>-<n>.parquet`` of the attempt's work path, then ``commit_task``. Only ``commit_job``
+is timed. Hadoop's ``ManifestCommitter`` (from the jar inside the pyspark wheel, driven through py4j) commits the
+same layout in the same run, its files written the same way into its own ``getWorkPath()``; it runs on
+``RawLocalFileSystem`` so it neither writes nor renames ``.crc`` side files. Both committers run with their default
+``io.threads`` (32). Runs of the two alternate (and swap order each run) so the noise of a shared machine falls on
+both; the JVM gets one unmeasured warm-up job first, and so does Python.
+
+The memory case prepares a 1,000,000-file job by writing valid task manifests directly (pointing at real
+zero-byte files), then commits it in a fresh subprocess and reports that process's peak RSS
+(``ru_maxrss``): interpreter, imports and the whole job commit, whose files really are renamed.
+
+Run ``python benchmarks/bench_job_commit.py --help`` for the options; BENCHMARKS.md has the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import manifest_committer as mc
+from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+
+STAGES = (
+    "job_stage_load_manifests",
+    "job_stage_create_target_dirs",
+    "job_stage_rename_files",
+    "job_stage_save_success_marker",
+    "job_stage_cleanup",
+)
+COMMIT_JOB = "committer_commit_job"
+FILE_BYTES = b"0123456789abcdef"
+PREPARE_THREADS = 4
+MANIFEST_PACKAGE = "org.apache.hadoop.mapreduce.lib.output.committer.manifest"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A job of ``tasks`` task attempts, each writing one file into each of ``partitions`` directories."""
+
+    tasks: int
+    partitions: int
+
+    @property
+    def files(self) -> int:
+        return self.tasks * self.partitions
+
+    @property
+    def label(self) -> str:
+        return f"{self.tasks}x{self.partitions}"
+
+    @classmethod
+    def parse(cls, text: str) -> Case:
+        tasks, _, partitions = text.lower().partition("x")
+        return cls(int(tasks), int(partitions))
+
+
+@dataclass
+class Measurement:
+    """One timed ``commit_job``: wall time around the call, and the committer's own statistics (ms)."""
+
+    committer: str
+    case: str
+    wall_s: float
+    commit_job_ms: int | None
+    stages_ms: dict[str, int] = field(default_factory=dict)
+    prepare_s: float = 0.0
+
+
+def partition_name(index: int) -> str:
+    return f"dt={2024 + index // 360:04d}-{index % 360 // 30 + 1:02d}-{index % 30 + 1:02d}"
+
+
+class SmallFiles:
+    """Writes the jobs' small files, reusing the committed files of earlier jobs by renaming them into place.
+
+    On a shared disk creating a file costs hundreds of microseconds and a rename tens, so recycling keeps the
+    preparation of 100,000-file jobs affordable. Every file holds the same 16 bytes either way; only the
+    preparation changes, never the timed job commit.
+    """
+
+    def __init__(self) -> None:
+        self._spares: deque[str] = deque()
+        self._drained: list[str] = []
+
+    def write(self, path: str) -> None:
+        try:
+            spare = self._spares.pop()  # atomic: preparing threads share the spares
+        except IndexError:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            try:
+                os.write(handle, FILE_BYTES)
+            finally:
+                os.close(handle)
+        else:
+            os.rename(spare, path)
+
+    def write_task_files(self, work_dir: str, task: int, partitions: int) -> None:
+        """One small file in each partition directory of a task attempt's working directory, by plain os calls."""
+        for index in range(partitions):
+            directory = os.path.join(work_dir, partition_name(index))
+            os.mkdir(directory)  # the work directory exists after setup_task / setupTask
+            self.write(os.path.join(directory, f"part-{task:05d}-{index:05d}.parquet"))
+
+    def recycle(self, destination: str, case: Case) -> None:
+        """Check a committed destination (every file there, no job state left), then keep its files as spares."""
+        files = [
+            os.path.join(directory, name)
+            for directory, _, names in os.walk(destination)
+            for name in names
+            if name != "_SUCCESS"
+        ]
+        if len(files) != case.files or os.path.exists(os.path.join(destination, "_temporary")):
+            raise RuntimeError(f"{destination}: {len(files)} files after commit, expected {case.files}, or state left")
+        self._spares.extend(files)
+        self._drained.append(destination)
+
+    def remove_drained(self) -> None:
+        """Delete earlier destinations whose files have all been reused (outside any timed section)."""
+        keep = []
+        for destination in self._drained:
+            if any(name != "_SUCCESS" for _, _, names in os.walk(destination) for name in names):
+                keep.append(destination)
+            else:
+                shutil.rmtree(destination)
+        self._drained = keep
+
+
+def mean_ms(iostatistics: dict[str, Any], name: str) -> int | None:
+    """The summed duration of statistic ``name`` in Hadoop's JSON form, or ``None`` if it has no samples."""
+    mean = iostatistics.get("meanstatistics", {}).get(name + ".mean")
+    if not mean or not mean.get("samples"):
+        return None
+    return int(mean["sum"])
+
+
+def measurement_from_report(committer: str, case: Case, wall: float, report_path: str) -> Measurement:
+    with open(report_path, "rb") as handle:
+        statistics_json = json.load(handle)["iostatistics"]
+    stages = {name: value for name in STAGES if (value := mean_ms(statistics_json, name)) is not None}
+    return Measurement(committer, case.label, wall, mean_ms(statistics_json, COMMIT_JOB), stages)
+
+
+# --- this project ----------------------------------------------------------------------------------------------
+
+
+class PythonCommitterBench:
+    """Prepares and commits jobs with this project's committer."""
+
+    name = "python"
+
+    def __init__(self, root: str, io_threads: int, files: SmallFiles) -> None:
+        self.root = root
+        self.io_threads = io_threads
+        self.files = files
+        self.reports = os.path.join(root, "reports-python")
+
+    def prepare(self, case: Case, run: int) -> mc.ManifestCommitter:
+        destination = os.path.join(self.root, f"python-{case.label}-{run}")
+        config = mc.CommitterConfig(io_threads=self.io_threads, summary_report_directory=self.reports)
+        committer = mc.ManifestCommitter(destination, job_id=f"job-{case.label}-{run}", config=config)
+        committer.setup_job()
+
+        def task(index: int) -> None:
+            attempt = committer.setup_task(f"task_{index:05d}", f"attempt_{index:05d}_0")
+            self.files.write_task_files(attempt.work_path, index, case.partitions)
+            committer.commit_task(attempt)
+
+        with ThreadPoolExecutor(PREPARE_THREADS) as pool:
+            list(pool.map(task, range(case.tasks)))
+        self.files.remove_drained()
+        return committer
+
+    def run(self, case: Case, run: int) -> Measurement:
+        start = time.perf_counter()
+        committer = self.prepare(case, run)
+        prepared = time.perf_counter()
+        committer.commit_job()
+        wall = time.perf_counter() - prepared
+        report = os.path.join(self.reports, f"summary-{committer.job_id}.json")
+        result = measurement_from_report(self.name, case, wall, report)
+        result.prepare_s = prepared - start
+        self.files.recycle(committer.paths.dest, case)
+        return result
+
+
+# --- Hadoop 3.5 through py4j -----------------------------------------------------------------------------------
+
+
+class HadoopCommitterBench:
+    """Prepares and commits the same jobs with Hadoop's ``ManifestCommitter`` in a JVM driven through py4j."""
+
+    name = "hadoop"
+
+    def __init__(self, root: str, io_threads: int, files: SmallFiles) -> None:
+        from pyspark.java_gateway import launch_gateway
+
+        self.root = root
+        self.files = files
+        self.reports = os.path.join(root, "reports-hadoop")
+        self.gateway: Any = launch_gateway()  # type: ignore[no-untyped-call]
+        jvm = self.gateway.jvm
+        self.hadoop: Any = jvm.org.apache.hadoop
+        self.version = str(self.hadoop.util.VersionInfo.getVersion())
+        self.conf: Any = self.hadoop.conf.Configuration()
+        # No checksums: no .crc side files to write at task time or rename at job time, as in our committer.
+        self.conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+        self.conf.set("mapreduce.manifest.committer.io.threads", str(io_threads))
+        # Hadoop's _SUCCESS is saved before cleanup and without committer_commit_job; the summary report is
+        # written at the very end of commitJob with the job's final statistics.
+        self.conf.set("mapreduce.manifest.committer.summary.report.directory", "file:" + self.reports)
+        self.committer_class: Any = getattr(jvm, MANIFEST_PACKAGE).ManifestCommitter
+        self.job_number = 0
+
+    def filesystem_class(self, path: str) -> str:
+        uri = self.hadoop.fs.Path("file:" + path).toUri()
+        return str(self.hadoop.fs.FileSystem.get(uri, self.conf).getClass().getName())
+
+    def _task_context(self, job_number: int, task: int) -> Any:
+        mapreduce = self.hadoop.mapreduce
+        attempt = mapreduce.TaskAttemptID("202611220000", job_number, mapreduce.TaskType.MAP, task, 0)
+        return mapreduce.task.TaskAttemptContextImpl(self.conf, attempt)
+
+    def run(self, case: Case, run: int) -> Measurement:
+        self.job_number += 1
+        number = self.job_number
+        destination = os.path.join(self.root, f"hadoop-{case.label}-{run}")
+        output = self.hadoop.fs.Path("file:" + destination)
+        job_id = self.hadoop.mapreduce.JobID("202611220000", number)
+        job_context = self.hadoop.mapreduce.task.JobContextImpl(self.conf, job_id)
+        start = time.perf_counter()
+        job_committer = self.committer_class(output, self._task_context(number, 0))
+        job_committer.setupJob(job_context)
+
+        def task(index: int) -> None:
+            context = self._task_context(number, index)
+            committer = self.committer_class(output, context)
+            committer.setupTask(context)
+            self.files.write_task_files(str(committer.getWorkPath().toUri().getPath()), index, case.partitions)
+            committer.commitTask(context)
+
+        with ThreadPoolExecutor(PREPARE_THREADS) as pool:
+            list(pool.map(task, range(case.tasks)))
+        self.files.remove_drained()
+        prepared = time.perf_counter()
+        job_committer.commitJob(job_context)
+        wall = time.perf_counter() - prepared
+        report = os.path.join(self.reports, f"summary-{job_id.toString()}.json")
+        result = measurement_from_report(self.name, case, wall, report)
+        result.prepare_s = prepared - start
+        self.files.recycle(destination, case)
+        return result
+
+    def close(self) -> None:
+        self.gateway.shutdown()
+
+
+# --- the memory case -------------------------------------------------------------------------------------------
+
+
+def prepare_manifests_directly(destination: str, job_id: str, files: int, tasks: int, partitions: int) -> None:
+    """A committed job without task commits: real zero-byte files plus valid manifests written here.
+
+    Each of ``tasks`` attempts holds ``files // tasks`` files spread over ``partitions`` directories (fewer
+    source directories than one per file, which would only make the preparation slow).
+    """
+    committer = mc.ManifestCommitter(destination, job_id=job_id)
+    committer.setup_job()
+    store, paths = committer.store, committer.paths
+    per_task = files // tasks
+    os.makedirs(paths.manifest_dir, exist_ok=True)
+
+    def task(index: int) -> None:
+        task_id, attempt_id = f"task_{index:06d}", f"attempt_{index:06d}_0"
+        work_dir = paths.task_attempt_dir(attempt_id)
+        entries: list[FileEntry] = []
+        for partition in range(partitions):
+            os.makedirs(os.path.join(work_dir, partition_name(partition)))
+        for number in range(per_task):
+            relative = f"{partition_name(number % partitions)}/part-{index:06d}-{number:06d}.parquet"
+            source = os.path.join(work_dir, relative)
+            os.close(os.open(source, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+            entries.append(FileEntry(store.to_url(source), store.to_url(os.path.join(paths.dest, relative)), 0))
+        directories = [
+            DirEntry(store.to_url(os.path.join(paths.dest, partition_name(p))), EntryStatus.NOT_FOUND, 1)
+            for p in range(partitions)
+        ]
+        manifest = TaskManifest(
+            job_id=job_id,
+            job_attempt_number=0,
+            task_id=task_id,
+            task_attempt_id=attempt_id,
+            task_attempt_dir=store.to_url(work_dir),
+            files=entries,
+            directories=directories,
+        )
+        with open(paths.manifest_path(task_id), "wb") as handle:
+            handle.write(manifest.to_json())
+
+    with ThreadPoolExecutor(PREPARE_THREADS) as pool:
+        list(pool.map(task, range(tasks)))
+
+
+def resident_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def memory_child(destination: str, job_id: str) -> None:
+    """Subprocess entry: commit the prepared job, print peak RSS and timings as JSON."""
+    committer = mc.ManifestCommitter(destination, job_id=job_id)
+    before = resident_kib()
+    start = time.perf_counter()
+    summary = committer.commit_job()
+    wall = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    counters = summary.iostatistics.counters
+    print(
+        json.dumps(
+            {
+                "rss_before_commit_kib": before,
+                "peak_rss_kib": peak,
+                "rss_after_commit_kib": resident_kib(),
+                "wall_s": wall,
+                "files_committed": counters.get("committer_files_committed", 0),
+            }
+        )
+    )
+
+
+def run_memory_case(root: str, files: int, tasks: int, partitions: int) -> dict[str, Any]:
+    destination = os.path.join(root, "memory-job")
+    job_id = "job-memory"
+    start = time.perf_counter()
+    prepare_manifests_directly(destination, job_id, files, tasks, partitions)
+    prepared = time.perf_counter()
+    try:
+        output = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--memory-child", destination, job_id],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        result: dict[str, Any] = json.loads(output.strip().splitlines()[-1])
+        committed = sum(len(names) for _, _, names in os.walk(destination)) - 1
+        if committed != files or result["files_committed"] != files:
+            raise RuntimeError(f"memory case committed {committed} files, expected {files}")
+    finally:
+        shutil.rmtree(destination, ignore_errors=True)
+    result.update(files=files, tasks=tasks, partitions=partitions, prepare_s=prepared - start, root=root)
+    return result
+
+
+# --- profile -----------------------------------------------------------------------------------------------------
+
+
+def profile_python_commit(root: str, case: Case, top: int, files: SmallFiles) -> str:
+    """cProfile of one commit_job with ``io.threads=1``: cProfile sees only the calling thread, so the work runs
+    there; the profile shows where the CPU and system-call time goes, not the effect of the pool."""
+    bench = PythonCommitterBench(root, io_threads=1, files=files)
+    committer = bench.prepare(case, run=999)
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    committer.commit_job()
+    profiler.disable()
+    wall = time.perf_counter() - start
+    files.recycle(committer.paths.dest, case)
+    text = io.StringIO()
+    text.write(f"commit_job with io.threads=1 under cProfile: {wall:.3f} s\n")
+    for order in ("tottime", "cumulative"):
+        stats = pstats.Stats(profiler, stream=text).strip_dirs().sort_stats(order)
+        stats.print_stats(top)
+    return text.getvalue()
+
+
+# --- orchestration -----------------------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def summarise(results: list[Measurement], case: Case) -> dict[str, Any]:
+    out: dict[str, Any] = {"case": case.label, "files": case.files}
+    for committer in ("python", "hadoop"):
+        runs = [r for r in results if r.committer == committer and r.case == case.label]
+        if not runs:
+            continue
+        job_ms = [float(r.commit_job_ms) for r in runs if r.commit_job_ms is not None]
+        out[committer] = {
+            "runs": len(runs),
+            "wall_s_median": median([r.wall_s for r in runs]),
+            "wall_s_all": [round(r.wall_s, 3) for r in runs],
+            "commit_job_ms_median": median(job_ms),
+            "stages_ms_median": {s: median([float(r.stages_ms.get(s, 0)) for r in runs]) for s in STAGES},
+            "prepare_s_median": median([r.prepare_s for r in runs]),
+        }
+    if "python" in out and "hadoop" in out:
+        pairs = [
+            (p.wall_s, h.wall_s)
+            for p, h in zip(
+                [r for r in results if r.committer == "python" and r.case == case.label],
+                [r for r in results if r.committer == "hadoop" and r.case == case.label],
+                strict=False,
+            )
+        ]
+        out["ratio_wall_medians"] = out["python"]["wall_s_median"] / out["hadoop"]["wall_s_median"]
+        out["ratio_commit_job_medians"] = out["python"]["commit_job_ms_median"] / out["hadoop"]["commit_job_ms_median"]
+        out["ratio_wall_per_run_median"] = median([p / h for p, h in pairs])
+    return out
+
+
+def print_table(summaries: list[dict[str, Any]]) -> None:
+    print("\n| case | files | committer | median commit_job wall (s) | median committer_commit_job (ms) |")
+    print("|---|---:|---|---:|---:|")
+    for s in summaries:
+        for committer in ("python", "hadoop"):
+            if committer in s:
+                c = s[committer]
+                print(
+                    f"| {s['case']} | {s['files']:,} | {committer} | {c['wall_s_median']:.3f} "
+                    f"| {c['commit_job_ms_median']:.0f} |"
+                )
+        if "ratio_wall_medians" in s:
+            print(
+                f"| {s['case']} | | ours/Hadoop | {s['ratio_wall_medians']:.2f} "
+                f"(per-run median {s['ratio_wall_per_run_median']:.2f}) | {s['ratio_commit_job_medians']:.2f} |"
+            )
+    print()
+    for s in summaries:
+        for committer in ("python", "hadoop"):
+            if committer in s:
+                stages = ", ".join(
+                    f"{k.removeprefix('job_stage_')} {v:.0f}" for k, v in s[committer]["stages_ms_median"].items()
+                )
+                print(f"{s['case']} {committer} stage medians (ms): {stages}; runs (s): {s[committer]['wall_s_all']}")
+
+
+def machine_info() -> dict[str, str]:
+    model = ""
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as meminfo:
+        memory = meminfo.readline().split(":", 1)[1].strip()
+    java = subprocess.run(["java", "-version"], check=False, capture_output=True, text=True).stderr.splitlines()
+    return {
+        "nproc": str(os.cpu_count()),
+        "cpu": model,
+        "memory": memory,
+        "python": platform.python_version(),
+        "java": java[0] if java else "?",
+        "kernel": platform.release(),
+    }
+
+
+@contextmanager
+def benchmark_root(parent: str | None, keep: bool) -> Iterator[str]:
+    root = tempfile.mkdtemp(prefix="mc-bench-", dir=parent)
+    try:
+        yield root
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--case", action="append", type=Case.parse, help="TASKSxPARTITIONS (default 200x50, 200x500)")
+    parser.add_argument("--runs", type=int, default=5, help="measured runs per case and committer (default 5)")
+    parser.add_argument("--io-threads", type=int, default=32, help="io.threads of both committers (default 32)")
+    parser.add_argument("--root", default=None, help="parent directory on the disk to test (default: system temp)")
+    parser.add_argument("--no-hadoop", action="store_true", help="skip Hadoop's committer")
+    parser.add_argument("--memory-files", type=int, default=1_000_000, help="files of the memory case (0: skip)")
+    parser.add_argument("--memory-tasks", type=int, default=1000)
+    parser.add_argument("--memory-partitions", type=int, default=100)
+    parser.add_argument("--memory-root", default=None, help="parent directory of the memory case (default: --root)")
+    parser.add_argument("--profile", action="store_true", help="cProfile one serial commit of the first case")
+    parser.add_argument("--profile-top", type=int, default=25)
+    parser.add_argument("--json", default=None, help="also write all results to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the benchmark directory")
+    parser.add_argument("--memory-child", nargs=2, metavar=("DEST", "JOB_ID"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.memory_child:
+        memory_child(*args.memory_child)
+        return 0
+
+    cases: list[Case] = args.case or [Case(200, 50), Case(200, 500)]
+    output: dict[str, Any] = {"machine": machine_info(), "date": time.strftime("%Y-%m-%d"), "argv": sys.argv}
+    print(json.dumps(output["machine"], indent=1))
+    with benchmark_root(args.root, args.keep) as root:
+        print(f"benchmark directory: {root}")
+        files = SmallFiles()
+        python_bench = PythonCommitterBench(root, args.io_threads, files)
+        hadoop_bench = None if args.no_hadoop else HadoopCommitterBench(root, args.io_threads, files)
+        results: list[Measurement] = []
+        try:
+            if hadoop_bench is not None:
+                output["hadoop_version"] = hadoop_bench.version
+                output["hadoop_filesystem"] = hadoop_bench.filesystem_class(root)
+                print(f"Hadoop {hadoop_bench.version} on {output['hadoop_filesystem']}")
+            benches: list[PythonCommitterBench | HadoopCommitterBench] = [python_bench]
+            if hadoop_bench is not None:
+                benches.append(hadoop_bench)
+            warm = cases[0]
+            for bench in benches:
+                bench.run(warm, run=-1)  # warm-up, not measured
+            for case in cases:
+                for run in range(args.runs):
+                    order = benches if run % 2 == 0 else list(reversed(benches))
+                    for bench in order:
+                        measured = bench.run(case, run)
+                        results.append(measured)
+                        print(
+                            f"{case.label} run {run} {measured.committer}: commit_job {measured.wall_s:.3f} s "
+                            f"(committer_commit_job {measured.commit_job_ms} ms; prepare {measured.prepare_s:.1f} s)",
+                            flush=True,
+                        )
+        finally:
+            if hadoop_bench is not None:
+                hadoop_bench.close()
+        summaries = [summarise(results, case) for case in cases]
+        output["results"] = [asdict(r) for r in results]
+        output["summaries"] = summaries
+        print_table(summaries)
+
+        if args.profile:
+            profile = profile_python_commit(root, cases[0], args.profile_top, files)
+            output["profile"] = profile
+            print(profile)
+
+    if args.memory_files:
+        with benchmark_root(args.memory_root or args.root, args.keep) as memory_root:
+            memory = run_memory_case(memory_root, args.memory_files, args.memory_tasks, args.memory_partitions)
+        output["memory"] = memory
+        print(
+            f"memory case: {memory['files']:,} files, commit_job {memory['wall_s']:.1f} s, peak RSS "
+            f"{memory['peak_rss_kib'] / 1024:.0f} MiB (RSS before commit_job "
+            f"{memory['rss_before_commit_kib'] / 1024:.0f} MiB); prepare {memory['prepare_s']:.0f} s"
+        )
+
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(output, handle, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
