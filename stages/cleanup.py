@@ -86,5 +86,9 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         except FileNotFoundError:
             return 0
         directories = [status.path for status in attempts if status.is_dir]
-        run_bounded(self.context.pool, directories, self.delete_dir, max_in_flight=self.context.max_in_flight)
+        try:
+            run_bounded(self.context.pool, directories, self.delete_dir, max_in_flight=self.context.max_in_flight)
+        except OSError as error:
+            # As in Hadoop: the delete of the whole job directory that follows decides the outcome.
+            log.info("%s: parallel delete of task attempt directories failed: %s", self.name, error)
         return len(directories)

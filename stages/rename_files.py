@@ -19,6 +19,7 @@ from ..statistic_names import (
     OP_DELETE,
     OP_DELETE_DIR,
     OP_MKDIRS,
+    STORE_IO_RETRY,
 )
 from ..success_data import SUCCESS_FILENAME_LIMIT
 from .base import Stage
@@ -113,7 +114,12 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             try:
                 rename(source, dest)
             except Exception as error:
-                outcome = self._rename_slow_path(row, error)
+                try:
+                    outcome = self._rename_slow_path(row, error)
+                except BaseException:
+                    durations.failures += 1
+                    self.stats.add_accumulator(durations)  # the batch's result is lost with the error
+                    raise
                 durations.record(int((clock() - start) * 1000))
                 if outcome == "already":
                     batch.already_committed += 1
@@ -164,6 +170,7 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             store.rename_file(source, dest)
 
         log.info("Rename of %s failed with a transient error, retrying: %s", row[4], error)
+        self.stats.increment(STORE_IO_RETRY)  # the retry policy counts only the retries after this one
         try:
             self.context.store_retry.call(attempt)
         except FileExistsError:
@@ -181,7 +188,11 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         if source_status is None:
             if self.holds_entry(found, size, etag):
                 return "already"
-        elif not store.capabilities.atomic_rename and self.holds_entry(found, size, etag) and etag is not None:
+        elif (
+            not store.capabilities.atomic_rename
+            and self.holds_entry(found, size, etag)
+            and store.same_content(source_status, found)
+        ):
             # A copy-then-delete rename that copied but did not delete: finish it.
             store.delete_file(source)
             return "recovered"
