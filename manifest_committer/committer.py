@@ -6,7 +6,7 @@ import copy
 import logging
 import posixpath
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,13 +123,18 @@ class ManifestCommitter:
         """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
         SetupJobStage(self._context(self._job_stats)).apply(SetupJobArguments(self.config.mark_successful_jobs))
 
-    def commit_job(self) -> SuccessData:
-        """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary."""
+    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+        """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary.
+
+        ``accepted_attempts`` (task id -> task attempt id) commits exactly those manifests, as an engine's
+        commit coordinator accepted them, and ignores the rest; a missing one, or one of another attempt, is a
+        ``ManifestError`` and nothing in the destination changes.
+        """
         start = time.perf_counter()
         with self._job_pool() as pool:
             context = self._context(self._job_stats, pool)
             try:
-                result = CommitJobStage(context).apply(CommitJobArguments())
+                result = CommitJobStage(context).apply(CommitJobArguments(accepted_attempts=accepted_attempts))
             except BaseException as error:
                 self._save_report(self._failure_report(context, error), overwrite=True)
                 raise

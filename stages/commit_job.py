@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ManifestError
@@ -40,6 +41,8 @@ reverts a committed job, even without ``_SUCCESS`` or after another job replaced
 @dataclass(frozen=True, slots=True)
 class CommitJobArguments:
     spill_directory: str | None = None
+    accepted_attempts: Mapping[str, str] | None = None
+    """Task id -> attempt id to commit; ``None`` commits every manifest (see ``LoadManifestsArguments``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
             log.info("%s: job %s was already committed; nothing to do", self.name, self.paths.job_id)
             return CommitJobResult(finished, 0, 0, None, already_committed=True)
 
-        loaded = LoadManifestsStage(self.context).apply(LoadManifestsArguments(arguments.spill_directory))
+        loaded = LoadManifestsStage(self.context).apply(
+            LoadManifestsArguments(arguments.spill_directory, arguments.accepted_attempts)
+        )
         with loaded.entry_file:
             self.store.write_bytes(posixpath.join(self.paths.job_attempt_dir, COMMIT_STARTED_MARKER), b"")
             CreateDirectoriesStage(self.context).apply(CreateDirectoriesArguments(loaded.directories))

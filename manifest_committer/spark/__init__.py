@@ -28,7 +28,6 @@ from .datasource import (
     JOB_ID_SOURCE,
     PARTITION_OVERWRITE_MODE_KEY,
     SHORT_NAME,
-    AcceptedManifestsStore,
     ManifestCommitMessage,
     ManifestDataSource,
     ManifestWriter,
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
 __all__ = [
     "JOB_ID_SOURCE",
     "SHORT_NAME",
-    "AcceptedManifestsStore",
     "DestinationExistsError",
     "ManifestCommitMessage",
     "ManifestDataSource",

@@ -29,10 +29,11 @@ each checked with a running local session:
   tasks are ``None``) and also when ``commit`` raises.
 
 Hence the design: every Spark task attempt commits its own manifest under a task id unique to the attempt
-(``task_<partition>_<taskAttemptId>``), so no attempt overwrites another's manifest; the driver commits with a
-store view whose listing of the manifest directory holds exactly the manifests named in the accepted commit
-messages, and fails when one of them is missing. Manifests of losers, denied or killed attempts stay in
-``_temporary`` and are deleted with it; their files never reach the destination.
+(``task_<partition>_<taskAttemptId>``), so no attempt overwrites another's manifest; the driver's job commit
+loads exactly the manifests named in the accepted commit messages (``commit_job(accepted_attempts=...)``), and
+fails before touching the destination when one of them is missing or of another attempt. Manifests of
+losers, denied or killed attempts stay in ``_temporary`` and are deleted with it; their files never reach the
+destination.
 """
 
 from __future__ import annotations
@@ -48,9 +49,7 @@ import orjson
 
 from ..committer import ManifestCommitter, TaskAttempt
 from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
-from ..errors import CommitterError, ConfigError, JobStateError, ManifestError
-from ..manifest import MANIFEST_SUFFIX
-from ..store import FaultInjectingStore, FileStatus, StoreOperations
+from ..errors import CommitterError, ConfigError, JobStateError
 from .formats import FileWriter, OutputFormat, output_format
 from .modes import PartitionOverwriteMode, delete_old_output, list_old_output
 from .partitioning import partition_path
@@ -218,44 +217,6 @@ class ManifestCommitMessage(WriterCommitMessage):
     """Destination-relative paths of the attempt's files."""
     partitions: tuple[str, ...]
     """Destination-relative partition directories the attempt wrote into."""
-
-
-# --- the accepted-manifests view of the store ----------------------------------------------------------------------
-
-
-class AcceptedManifestsStore(FaultInjectingStore):
-    """The store as job commit must see it: the manifest directory lists exactly the accepted manifests.
-
-    Every other call passes through unchanged. A listing that lacks an accepted manifest is an error, so the job
-    never commits without a task the driver accepted.
-    """
-
-    def __init__(self, inner: StoreOperations, manifest_dir: str, accepted_task_ids: Sequence[str]) -> None:
-        super().__init__(inner)
-        self.manifest_dir = manifest_dir.rstrip("/")
-        self.accepted = frozenset(task_id + MANIFEST_SUFFIX for task_id in accepted_task_ids)
-        self.ignored: list[str] = []
-
-    def list_dir(self, path: str) -> list[FileStatus]:
-        listing = super().list_dir(path)
-        if path.rstrip("/") != self.manifest_dir:
-            return listing
-        kept: list[FileStatus] = []
-        for status in listing:
-            name = status.path.rstrip("/").rsplit("/", 1)[-1]
-            if name in self.accepted:
-                kept.append(status)
-            elif name.endswith(MANIFEST_SUFFIX):
-                self.ignored.append(name)
-        missing = self.accepted - {status.path.rstrip("/").rsplit("/", 1)[-1] for status in kept}
-        if missing:
-            raise ManifestError(
-                f"{self.to_url(self.manifest_dir)}: no manifest of the accepted task attempt(s) "
-                f"{', '.join(sorted(missing))}"
-            )
-        if self.ignored:
-            log.info("Ignoring %d manifests of attempts Spark did not accept: %s", len(self.ignored), self.ignored)
-        return kept
 
 
 # --- the task side ------------------------------------------------------------------------------------------------
@@ -440,30 +401,23 @@ class ManifestWriter(DataSourceArrowWriter):
         """On the driver: commit the job from the accepted attempts' manifests, then replace old output."""
         settings = self.settings
         accepted = self.accepted_messages(messages)
-        plain = settings.committer()
-        views: list[AcceptedManifestsStore] = []
-
-        def accepted_view(store: StoreOperations) -> StoreOperations:
-            view = AcceptedManifestsStore(store, plain.paths.manifest_dir, [m.task_id for m in accepted])
-            views.append(view)
-            return view
-
-        committer = settings.committer(store_wrapper=accepted_view)
+        committer = settings.committer()
         fs = committer.store.fs
         old = None
         if settings.overwrite:
             written = {d for message in accepted for d in message.partitions} if settings.dynamic_overwrite else None
             old = list_old_output(fs, committer.paths.dest, written)
-        committer.commit_job()
+        # Only the attempts whose messages Spark's commit coordinator let through; manifests of losers, denied
+        # or killed attempts stay in _temporary and go with it.
+        committer.commit_job(accepted_attempts={message.task_id: message.task_attempt_id for message in accepted})
         deleted = delete_old_output(fs, old) if old is not None else 0
         log.info(
-            "Job %s committed %d tasks, %d rows into %s; %d old files replaced, %d unaccepted manifests ignored",
+            "Job %s committed %d tasks, %d rows into %s; %d old files replaced",
             settings.job_id,
             len(accepted),
             sum(message.rows for message in accepted),
             committer.destination_url,
             deleted,
-            len(views[0].ignored) if views else 0,
         )
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:

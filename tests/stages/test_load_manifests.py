@@ -313,3 +313,21 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(LoadManifestsArguments()).entry_file.close()
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(LoadManifestsArguments())
+
+
+def test_accepted_attempts_load_only_those_manifests(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    for index in range(3):
+        commit_task(context, index, {f"f{index}.csv": b"x"})
+    (task0, attempt0), (task1, _), (task2, attempt2) = (task_ids(index) for index in range(3))
+    result = LoadManifestsStage(fresh(context)).apply(
+        LoadManifestsArguments(accepted_attempts={task0: attempt0, task2: attempt2})
+    )
+    with result.entry_file:
+        assert sorted(result.task_ids) == [task0, task2]
+        assert result.file_count == 2
+    with pytest.raises(ManifestError, match=f"but attempt {task1}_9 of task {task1} was accepted"):
+        LoadManifestsStage(fresh(context)).apply(LoadManifestsArguments(accepted_attempts={task1: task1 + "_9"}))
+    with pytest.raises(ManifestError, match="no manifest of accepted task"):
+        LoadManifestsStage(fresh(context)).apply(LoadManifestsArguments(accepted_attempts={"task_9": "attempt_9"}))
