@@ -69,7 +69,7 @@ def split_url(url: str) -> tuple[str, str, str]:
 
 def has_relative_segments(path: str) -> bool:
     """True if a decoded path holds ``.`` or ``..`` segments, which could escape a directory prefix."""
-    if "." not in path:
-        return False
+    if "/." not in path and not path.startswith("."):
+        return False  # no segment starts with a dot: the common case, decided without splitting
     segments = path.split("/")
     return any(segment in (".", "..") for segment in segments)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..entry_file import EntryFile, Row
@@ -35,12 +36,6 @@ _STATUS_PRECEDENCE = {
 }
 
 
-def _may_hold_relative_segments(path: str) -> bool:
-    """``has_relative_segments``, skipped when no segment can start with a dot (nearly every path: one
-    substring test instead of a split; ``.parquet`` alone makes the full test split every path)."""
-    return ("/." in path or path.startswith(".")) and has_relative_segments(path)
-
-
 @dataclass(frozen=True, slots=True)
 class TargetDirectory:
     """A destination directory the job's files go into."""
@@ -54,6 +49,9 @@ class TargetDirectory:
 class LoadManifestsArguments:
     spill_directory: str | None = None
     """Local directory for the spill file; the system temp directory if ``None``."""
+    accepted_attempts: Mapping[str, str] | None = None
+    """Task id -> the one attempt id to commit (as an engine's commit coordinator accepted it); other manifests
+    are ignored. ``None``: every manifest in the directory."""
 
 
 @dataclass
@@ -112,6 +110,9 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                 "up, or was already committed or aborted"
             ) from None
         manifests = sorted((s for s in listing if s.path.rstrip("/").endswith(MANIFEST_SUFFIX)), key=lambda s: s.path)
+        self._accepted = arguments.accepted_attempts
+        if self._accepted is not None:
+            manifests = self._only_accepted(manifests, self._accepted)
         entry_file = EntryFile(arguments.spill_directory)
         result = LoadManifestsResult(entry_file, [])
         directories: dict[str, TargetDirectory] = {}
@@ -167,6 +168,11 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             data = self.context.store_retry.call(lambda: store.read_bytes(status.path))
         manifest = TaskManifest.from_json(data, url)
         self._check_identity(manifest, status.path, url)
+        if self._accepted is not None and self._accepted[manifest.task_id] != manifest.task_attempt_id:
+            raise ManifestError(
+                f"{url}: manifest of task attempt {manifest.task_attempt_id}, but attempt "
+                f"{self._accepted[manifest.task_id]} of task {manifest.task_id} was accepted"
+            )
         rows, directories = self._targets(manifest, url)
         return _LoadedManifest(
             manifest.task_id,
@@ -177,6 +183,21 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             manifest.iostatistics,
             len(data),
         )
+
+    def _only_accepted(self, manifests: list[FileStatus], accepted: Mapping[str, str]) -> list[FileStatus]:
+        """The manifests of the accepted tasks; a missing one fails the job before anything changes."""
+        by_task = {
+            status.path.rstrip("/").rsplit("/", 1)[-1].removesuffix(MANIFEST_SUFFIX): status for status in manifests
+        }
+        missing = sorted(task for task in accepted if task not in by_task)
+        if missing:
+            raise ManifestError(
+                f"{self.store.to_url(self.paths.manifest_dir)}: no manifest of accepted task(s) {', '.join(missing)}"
+            )
+        ignored = len(manifests) - len(accepted)
+        if ignored:
+            log.info("%s: ignoring %d manifests of tasks or attempts not accepted", self.name, ignored)
+        return sorted((by_task[task] for task in accepted), key=lambda status: status.path)
 
     def _check_identity(self, manifest: TaskManifest, path: str, url: str) -> None:
         paths = self.paths
@@ -199,20 +220,19 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         source_prefix = self.paths.task_attempt_dir(manifest.task_attempt_id) + "/"
         dest_prefix = self.paths.dest.rstrip("/") + "/"
         temporary_prefix = dest_prefix + TEMPORARY_DIR + "/"
+        path_of = self._fast_path_of
+        source_url_prefix = self.store.to_url(source_prefix)
+        dest_url_prefix = self.store.to_url(dest_prefix)
         rows: list[Row] = []
         for entry in manifest.files:
-            source = self._path_of(entry.source, url, "source")
-            dest = self._path_of(entry.dest, url, "destination")
-            if not source.startswith(source_prefix) or _may_hold_relative_segments(source):
+            source = path_of(entry.source, source_url_prefix, source_prefix, url, "source")
+            dest = path_of(entry.dest, dest_url_prefix, dest_prefix, url, "destination")
+            if not source.startswith(source_prefix) or has_relative_segments(source):
                 raise ManifestError(
                     f"{url}: source {entry.source} lies outside the directory of task attempt "
                     f"{manifest.task_attempt_id}"
                 )
-            if (
-                not dest.startswith(dest_prefix)
-                or dest.startswith(temporary_prefix)
-                or _may_hold_relative_segments(dest)
-            ):
+            if not dest.startswith(dest_prefix) or dest.startswith(temporary_prefix) or has_relative_segments(dest):
                 raise ManifestError(f"{url}: destination {entry.dest} lies outside the job's destination")
             rows.append((source, dest, entry.size, entry.etag, entry.dest))
         directories = []
@@ -222,6 +242,16 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                 raise ManifestError(f"{url}: directory {directory.dir} lies outside the job's destination")
             directories.append(TargetDirectory(path, directory.level, directory.status))
         return rows, directories
+
+    def _fast_path_of(self, value: str, url_prefix: str, path_prefix: str, url: str, what: str) -> str:
+        """``_path_of`` for a URL under a known prefix in this store's own form: a slice, no parsing.
+
+        Without ``%`` decoding is the identity, so the path is the prefix's path plus the rest; anything else
+        (Hadoop's ``file:/`` form, escapes) takes the general route.
+        """
+        if value.startswith(url_prefix) and "%" not in value:
+            return path_prefix + value[len(url_prefix) :]
+        return self._path_of(value, url, what)
 
     def _path_of(self, value: str, url: str, what: str) -> str:
         try:
