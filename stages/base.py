@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -55,7 +56,13 @@ class StageContext:
 
     @property
     def max_in_flight(self) -> int:
-        """Units of work queued on the pool at once: enough to keep every thread busy, never the whole job."""
+        """Units of work queued on the pool at once: enough to keep every thread busy, never the whole job.
+
+        On stores whose calls take microseconds the GIL is the bottleneck, so two units per core are in flight
+        (measured on 2 cores: 32 threads made a 10,000-file local commit 25-90 % slower than 4).
+        """
+        if self.store.capabilities.microsecond_calls:
+            return min(self.config.io_threads, 2 * (os.cpu_count() or 1))
         return self.config.io_threads + self.config.writer_queue_capacity
 
 

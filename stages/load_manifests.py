@@ -135,10 +135,12 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             result.task_attempt_ids.append(loaded.task_attempt_id)
             result.manifest_bytes += loaded.size
 
+        # Where a read takes microseconds, loading is JSON parsing under the GIL: threads would only contend.
+        pool = None if self.store.capabilities.microsecond_calls else self.context.pool
         try:
             with self.stats.track(OP_LOAD_ALL_MANIFESTS):
                 run_bounded(
-                    self.context.pool,
+                    pool,
                     manifests,
                     self._load_one,
                     max_in_flight=self.context.max_in_flight,
@@ -237,7 +239,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             rows.append((source, dest, entry.size, entry.etag, entry.dest))
         directories = []
         for directory in manifest.directories:
-            path = self._path_of(directory.dir, url, "directory").rstrip("/")
+            path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory").rstrip("/")
             if not path.startswith(dest_prefix) or path.startswith(temporary_prefix) or has_relative_segments(path):
                 raise ManifestError(f"{url}: directory {directory.dir} lies outside the job's destination")
             directories.append(TargetDirectory(path, directory.level, directory.status))

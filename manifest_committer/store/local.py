@@ -69,7 +69,9 @@ def _remove_child_directory(parent_fd: int, name: str) -> None:
 class LocalStore(StoreOperations):
     """Local filesystem; ``rename_file`` is atomic and refuses to replace (``renameat2(RENAME_NOREPLACE)``)."""
 
-    capabilities = StoreCapabilities(atomic_rename=True, etags_preserved_in_rename=False, real_directories=True)
+    capabilities = StoreCapabilities(
+        atomic_rename=True, etags_preserved_in_rename=False, real_directories=True, microsecond_calls=True
+    )
 
     def __init__(self, fs: Any) -> None:
         super().__init__(fs, "file")

@@ -10,7 +10,9 @@ from .operations import StoreCapabilities, StoreOperations
 class MemoryStore(StoreOperations):
     """In-memory store; renames are exact because every rename holds one lock."""
 
-    capabilities = StoreCapabilities(atomic_rename=True, etags_preserved_in_rename=False, real_directories=True)
+    capabilities = StoreCapabilities(
+        atomic_rename=True, etags_preserved_in_rename=False, real_directories=True, microsecond_calls=True
+    )
 
     def __init__(self, fs: Any) -> None:
         super().__init__(fs, "memory")

@@ -43,6 +43,9 @@ class StoreCapabilities:
     """A renamed file keeps its etag, so validation can compare etags from task commit."""
     real_directories: bool
     """Directories exist on their own (POSIX); object stores only imply them from file names."""
+    microsecond_calls: bool = False
+    """Calls finish in microseconds (local disk, memory): Python's GIL, not the store, then bounds throughput, so
+    running more of them at once than there are cores only adds contention."""
     checksums_preserved_in_rename: bool = False
     """A renamed file keeps the ``checksum`` its status reports (GCS crc32c, Azure Content-MD5), so a file at a
     destination can be proved to be a copy of a source by comparing the two."""
