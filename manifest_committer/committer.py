@@ -24,7 +24,7 @@ from .stages.commit_job import CommitJobArguments, CommitJobStage
 from .stages.commit_task import CommitTaskArguments, CommitTaskStage
 from .stages.setup_job import SetupJobArguments, SetupJobStage
 from .stages.setup_task import SetupTaskArguments, SetupTaskStage
-from .statistic_names import COMMITTER_TASKS_FAILED, JOB_STAGE_ABORT
+from .statistic_names import JOB_STAGE_ABORT
 from .store import StoreOperations, open_store
 from .success_data import SuccessData
 
@@ -191,13 +191,12 @@ class ManifestCommitter:
 
     def commit_task(self, task: TaskAttempt) -> TaskManifest:
         """Scan the attempt's files into a manifest and publish it; the files move only at job commit."""
-        stats = StatisticsStore()
         try:
-            result = CommitTaskStage(self._context(stats, task_attempt_id=task.attempt_id)).apply(
+            result = CommitTaskStage(self._context(StatisticsStore(), task_attempt_id=task.attempt_id)).apply(
                 CommitTaskArguments(task.task_id, task.attempt_id)
             )
         except BaseException:
-            stats.increment(COMMITTER_TASKS_FAILED)
+            # No manifest is saved, so no statistic of this failure could reach the job: the log says it.
             log.error("Commit of task attempt %s of job %s failed", task.attempt_id, self.job_id)
             raise
         return result.manifest

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -202,7 +202,3 @@ class StatisticsStore:
 def elapsed_ms(start: float) -> int:
     """Milliseconds since a ``time.perf_counter()`` reading, rounded as Hadoop records durations."""
     return int((time.perf_counter() - start) * 1000)
-
-
-def counters_of(snapshot: IOStatisticsSnapshot | None) -> Mapping[str, int]:
-    return snapshot.counters if snapshot is not None else {}

@@ -12,7 +12,6 @@ from manifest_committer.iostatistics import (
     IOStatisticsSnapshot,
     MeanStatistic,
     StatisticsStore,
-    counters_of,
     elapsed_ms,
 )
 
@@ -177,5 +176,3 @@ def test_malformed_statistics_are_value_errors(raw: object) -> None:
 def test_helpers() -> None:
     start = time.perf_counter() - 0.25
     assert 250 <= elapsed_ms(start) < 5000
-    assert counters_of(None) == {}
-    assert counters_of(IOStatisticsSnapshot(counters={"a": 1})) == {"a": 1}
