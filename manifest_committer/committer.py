@@ -24,8 +24,9 @@ from .stages.commit_job import CommitJobArguments, CommitJobStage
 from .stages.commit_task import CommitTaskArguments, CommitTaskStage
 from .stages.setup_job import SetupJobArguments, SetupJobStage
 from .stages.setup_task import SetupTaskArguments, SetupTaskStage
-from .statistic_names import JOB_STAGE_ABORT
+from .statistic_names import JOB_STAGE_ABORT, STORE_IO_RATE_LIMITED
 from .store import StoreOperations, open_store
+from .store.rate_limit import RateLimitedStore, TokenBucket
 from .success_data import SuccessData
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,11 @@ class ManifestCommitter:
         self._store = store_wrapper(store) if store_wrapper is not None else store
         self.paths = JobPaths(dest_path, job_id, job_attempt)
         self._job_stats = StatisticsStore()
+        self._rate_limit: TokenBucket | None = None
+        if self.config.io_rate_limit > 0:
+            # A burst of one second's operations; beyond it, calls are paced at the rate.
+            rate = self.config.io_rate_limit
+            self._rate_limit = TokenBucket(rate, burst=max(1, int(rate)))
 
     @property
     def job_id(self) -> str:
@@ -100,13 +106,33 @@ class ManifestCommitter:
     ) -> StageContext:
         return StageContext(
             config=self.config,
-            store=self._store,
+            store=self._limited_store(stats),
             paths=self.paths,
             stats=stats,
             pool=pool,
             job_id_source=self.job_id_source,
             task_attempt_id=task_attempt_id,
         )
+
+    def _limited_store(self, stats: StatisticsStore) -> StoreOperations:
+        """The store of one committer call: under ``io.rate``, every call first takes a token of the one bucket.
+
+        All calls of this committer (every thread of a job commit, and any task call made through it) share
+        the bucket, so the limit holds for the committer as a whole; it is per committer object, hence per
+        process, not per cluster. Each call's wait is recorded as ``store_io_rate_limited`` in the statistics
+        of the call it served: a job call's waits go to the job's statistics; a task call's go to that task's
+        own statistics, which reach the job through the task's manifest. Recording a task's waits straight
+        into the job's statistics would be wrong: a task usually runs in another process, and where it does
+        not, its waits would then be counted twice once its manifest is loaded.
+        """
+        bucket = self._rate_limit
+        if bucket is None:
+            return self._store
+
+        def record(seconds: float) -> None:
+            stats.add_duration(STORE_IO_RATE_LIMITED, round(seconds * 1000))
+
+        return RateLimitedStore(self._store, bucket, record)
 
     @contextmanager
     def _job_pool(self) -> Iterator[ThreadPoolExecutor | None]:

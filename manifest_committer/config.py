@@ -47,6 +47,16 @@ def _parse_positive_int(key: str, value: str) -> int:
     return number
 
 
+def _parse_non_negative_number(key: str, value: str) -> float:
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise ConfigError(f"{key}: expected a number, got {value!r}") from None
+    if not number >= 0 or number == float("inf"):  # also rejects nan
+        raise ConfigError(f"{key}: must be a finite number >= 0, got {value!r}")
+    return number
+
+
 def _parse_optional_path(key: str, value: str) -> str | None:
     text = value.strip()
     return text or None
@@ -55,6 +65,7 @@ def _parse_optional_path(key: str, value: str) -> str | None:
 # Hadoop key -> (CommitterConfig field, parser)
 _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     MANIFEST_PREFIX + "io.threads": ("io_threads", _parse_positive_int),
+    MANIFEST_PREFIX + "io.rate": ("io_rate_limit", _parse_non_negative_number),
     MANIFEST_PREFIX + "writer.queue.capacity": ("writer_queue_capacity", _parse_positive_int),
     MANIFEST_PREFIX + "manifest.save.attempts": ("manifest_save_attempts", _parse_positive_int),
     MANIFEST_PREFIX + "delete.target.files": ("delete_target_files", _parse_bool),
@@ -84,6 +95,9 @@ class CommitterConfig:
     """
 
     io_threads: int = 32
+    io_rate_limit: float = 0.0
+    """Store operations per second across all threads of one committer (``io.rate``); 0 means no limit.
+    Hadoop documents the key but never implemented it."""
     writer_queue_capacity: int = 32
     manifest_save_attempts: int = 5
     delete_target_files: bool = False
@@ -121,6 +135,9 @@ class CommitterConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ConfigError(f"{name}: must be a number of seconds >= 0, got {value!r}")
+        rate = self.io_rate_limit
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < float("inf"):
+            raise ConfigError(f"io_rate_limit: must be a finite number of operations per second >= 0, got {rate!r}")
         for field in dataclasses.fields(self):
             if field.type == "bool" and not isinstance(getattr(self, field.name), bool):
                 raise ConfigError(f"{field.name}: must be True or False, got {getattr(self, field.name)!r}")

@@ -5,14 +5,17 @@ from __future__ import annotations
 from .factory import open_store
 from .faults import Fault, FaultInjectingStore, azure_operation_timed_out, azure_server_busy, gcs_http_error
 from .operations import FileStatus, StoreCapabilities, StoreOperations
+from .rate_limit import RateLimitedStore, TokenBucket
 from .transient import is_transient_azure, is_transient_gcs, is_transient_generic
 
 __all__ = [
     "Fault",
     "FaultInjectingStore",
     "FileStatus",
+    "RateLimitedStore",
     "StoreCapabilities",
     "StoreOperations",
+    "TokenBucket",
     "azure_operation_timed_out",
     "azure_server_busy",
     "gcs_http_error",
