@@ -1,3 +1,9 @@
 """Fixtures live in tests/fixtures/; this file only registers them."""
 
-pytest_plugins = ["tests.fixtures.emulators", "tests.fixtures.hadoop", "tests.fixtures.spark", "tests.fixtures.stores"]
+pytest_plugins = [
+    "tests.fixtures.emulators",
+    "tests.fixtures.hadoop",
+    "tests.fixtures.spark",
+    "tests.fixtures.spark_cluster",
+    "tests.fixtures.stores",
+]

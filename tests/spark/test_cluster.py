@@ -1,0 +1,137 @@
+"""Writes on a Spark standalone cluster: executors in their own JVMs and Python processes, on two hosts.
+
+Each write runs in its own driver process (``tests/spark/cluster_job.py``); the test process watches the
+attempt markers the tasks leave, kills executors, and checks the destination.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.spark_cluster import (
+    WORKER_HOSTS,
+    SparkCluster,
+    executor_of,
+    finish_cluster_job,
+    start_cluster_job,
+)
+from tests.spark.cluster_job import rows
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+FILE_NAME = re.compile(r"^part-(?P<partition>\d{5})-.+-a(?P<attempt>\d+)-c\d{3}\.[a-z.]+$")
+JOB_MODULE = "tests.spark.cluster_job"
+
+
+def run_arguments(tmp_path: Path, **overrides: Any) -> dict[str, Any]:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    arguments: dict[str, Any] = {
+        "out": str(tmp_path / "out"),
+        "markers": str(markers),
+        "result": str(tmp_path / "result.json"),
+        "slow_partitions": [],
+        "sleep_seconds": 0,
+        "conf": {},
+    }
+    arguments.update(overrides)
+    return arguments
+
+
+def attempts(markers: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text()) for path in markers.glob("*.json")]
+
+
+def attempts_in_output(out: Path) -> dict[int, set[int]]:
+    """Spark task attempt ids whose files are in the destination, by partition; fails on unknown files."""
+    found: dict[int, set[int]] = defaultdict(set)
+    data = [p for p in out.rglob("*") if p.is_file() and not p.relative_to(out).parts[0].startswith("_")]
+    assert data
+    for path in data:
+        match = FILE_NAME.match(path.name)
+        assert match, f"unexpected file in the destination: {path}"
+        found[int(match["partition"])].add(int(match["attempt"]))
+    return dict(found)
+
+
+def assert_row_exact(result: dict[str, object]) -> None:
+    read = result["rows"]
+    assert isinstance(read, list)
+    assert sorted(tuple(row) for row in read) == sorted(rows())
+
+
+def test_partitioned_write_on_the_cluster(spark_cluster: SparkCluster, tmp_path: Path) -> None:
+    arguments = run_arguments(tmp_path)
+    job = finish_cluster_job(start_cluster_job(spark_cluster, JOB_MODULE, arguments), Path(arguments["result"]))
+    assert_row_exact(job.result)
+    out = Path(arguments["out"])
+    assert (out / "_SUCCESS").is_file()
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
+        "country=DE",
+        "country=FR",
+        "country=__HIVE_DEFAULT_PARTITION__",
+        "country=a b%2Fc%3Dd%25",
+    ]
+    ran = attempts(Path(arguments["markers"]))
+    assert {attempt["host"] for attempt in ran} == set(WORKER_HOSTS)  # both executors wrote
+    assert {p: len(ids) for p, ids in attempts_in_output(out).items()} == {0: 1, 1: 1, 2: 1, 3: 1}
+
+
+def test_executor_killed_while_tasks_write(spark_cluster: SparkCluster, tmp_path: Path) -> None:
+    arguments = run_arguments(tmp_path, slow_partitions=[0, 1, 2, 3], sleep_seconds=4)
+    markers = Path(arguments["markers"])
+    process = start_cluster_job(spark_cluster, JOB_MODULE, arguments)
+    deadline = time.monotonic() + 90
+    victim: dict[str, Any] | None = None
+    while victim is None and time.monotonic() < deadline and process.poll() is None:
+        sleeping = [markers / f"{path.stem}.json" for path in markers.glob("*.sleeping")]
+        if sleeping:
+            victim = json.loads(sleeping[0].read_text())
+        else:
+            time.sleep(0.1)
+    assert victim is not None, "no first attempt reached its sleep"
+    executor = executor_of(victim["pid"])
+    os.kill(executor, signal.SIGKILL)
+    job = finish_cluster_job(process, Path(arguments["result"]))
+
+    assert_row_exact(job.result)
+    ran = attempts(markers)
+    # Killing the executor also loses the shuffle output it held, so Spark may rerun the write as a new stage
+    # attempt (attempt numbers start at 0 again) rather than as a second attempt of the task: compare ids.
+    retries = [a for a in ran if a["partition"] == victim["partition"] and a != victim]
+    assert retries, f"Spark never relaunched partition {victim['partition']}: {ran}"
+    in_output = attempts_in_output(Path(arguments["out"]))
+    assert sorted(in_output) == [0, 1, 2, 3]
+    assert all(len(ids) == 1 for ids in in_output.values()), in_output
+    assert victim["task_attempt_id"] not in in_output[victim["partition"]]
+
+
+def test_speculative_copy_on_the_other_host(spark_cluster: SparkCluster, tmp_path: Path) -> None:
+    conf = {
+        "spark.speculation": "true",
+        "spark.speculation.multiplier": "1.5",
+        "spark.speculation.quantile": "0.5",
+        "spark.speculation.minTaskRuntime": "1s",
+        "spark.speculation.interval": "100ms",
+    }
+    arguments = run_arguments(tmp_path, slow_partitions=[0], sleep_seconds=40, conf=conf)
+    job = finish_cluster_job(start_cluster_job(spark_cluster, JOB_MODULE, arguments), Path(arguments["result"]))
+
+    assert_row_exact(job.result)
+    ran = [a for a in attempts(Path(arguments["markers"])) if a["partition"] == 0]
+    assert sorted(a["attempt_number"] for a in ran) == [0, 1], ran
+    assert len({a["host"] for a in ran}) == 2, f"the copy ran on the host of the original: {ran}"
+    in_output = attempts_in_output(Path(arguments["out"]))
+    assert sorted(in_output) == [0, 1, 2, 3]
+    assert all(len(ids) == 1 for ids in in_output.values()), in_output
+    copy = next(a for a in ran if a["attempt_number"] == 1)
+    assert in_output[0] == {copy["task_attempt_id"]}
