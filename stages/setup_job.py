@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import JobStateError, OutputConflictError
+from ..errors import CommitterError, JobStateError, OutputConflictError
 from ..statistic_names import JOB_STAGE_SETUP, OP_MKDIRS
 from .base import Stage
 
@@ -30,7 +30,17 @@ class SetupJobStage(Stage[SetupJobArguments, SetupJobResult]):
     name = JOB_STAGE_SETUP
 
     def execute(self, arguments: SetupJobArguments) -> SetupJobResult:
-        dest = self.info(self.paths.dest)
+        try:
+            dest = self.info(self.paths.dest)
+        except Exception as error:
+            # The job's first store call: credentials missing or refused fail here, once, before any task writes.
+            if not self.store.is_auth_error(error):
+                raise
+            raise CommitterError(
+                f"{self.store.to_url(self.paths.dest)}: the store refused the credentials, or none were found "
+                f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); check the "
+                "storage options (account key, SAS token, service account) of the destination"
+            ) from error
         if dest is not None and not dest.is_dir:
             raise OutputConflictError(f"{self.store.to_url(self.paths.dest)}: destination is a file, not a directory")
         attempt_dir = self.paths.job_attempt_dir

@@ -32,8 +32,8 @@ from urllib.parse import unquote, urlsplit
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
-from .operations import FileStatus, StoreCapabilities, StoreOperations
-from .transient import caused_by_transient, is_transient_azure
+from .operations import AUTH_STATUS_CODES, FileStatus, StoreCapabilities, StoreOperations
+from .transient import caused_by_transient, is_transient_azure, status_code
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,15 @@ class AzureBlobStore(StoreOperations):
 
     def is_transient(self, error: BaseException) -> bool:
         return caused_by_transient(error, is_transient_azure)
+
+    def _is_auth_error_here(self, error: BaseException) -> bool:
+        """azure-core's ``ClientAuthenticationError`` (bad key or token, no credential), or a 401/403 answer."""
+        if super()._is_auth_error_here(error):
+            return True
+        names = {cls.__name__ for cls in type(error).__mro__}
+        if "ClientAuthenticationError" in names:
+            return True
+        return "HttpResponseError" in names and status_code(error) in AUTH_STATUS_CODES
 
     def _status(self, raw: dict[str, Any]) -> FileStatus:
         status = super()._status(raw)

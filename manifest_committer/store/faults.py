@@ -11,7 +11,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from .operations import FileStatus, StoreOperations
@@ -67,7 +67,7 @@ class FaultInjectingStore(StoreOperations):
         self.fs = inner.fs
         self.scheme = inner.scheme
         self.capabilities = inner.capabilities
-        self.latency = latency
+        self.latency = latency  # after capabilities: the setter adjusts them
         self._faults = list(faults)
         self._remaining = [fault.times for fault in self._faults]
         self._random = random.Random(seed)
@@ -76,6 +76,22 @@ class FaultInjectingStore(StoreOperations):
         """Calls per operation, injected failures included."""
         self.injected: Counter[str] = Counter()
         """Injected failures per operation."""
+
+    @property
+    def latency(self) -> float:
+        """Seconds every call sleeps first; may be changed between calls (e.g. 0 to prepare, 0.02 to measure)."""
+        return self._latency
+
+    @latency.setter
+    def latency(self, seconds: float) -> None:
+        # With injected latency the calls no longer take microseconds, whatever the inner store is: stages
+        # then keep the whole pool busy instead of two units per core.
+        self._latency = seconds
+        inner = self.inner.capabilities
+        self.capabilities = replace(inner, microsecond_calls=False) if seconds > 0 else inner
+
+    def is_auth_error(self, error: BaseException) -> bool:
+        return self.inner.is_auth_error(error)
 
     def add_fault(self, fault: Fault) -> None:
         with self._lock:

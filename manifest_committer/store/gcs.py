@@ -31,8 +31,8 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # before gc
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
-from .operations import FileStatus, StoreCapabilities, StoreOperations
-from .transient import caused_by_transient, is_transient_gcs
+from .operations import AUTH_STATUS_CODES, FileStatus, StoreCapabilities, StoreOperations
+from .transient import caused_by_transient, is_transient_gcs, status_code
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,18 @@ class GCSStore(StoreOperations):
 
     def is_transient(self, error: BaseException) -> bool:
         return caused_by_transient(error, is_transient_gcs)
+
+    def _is_auth_error_here(self, error: BaseException) -> bool:
+        """gcsfs's ``HttpError`` 401/403, its plain ``OSError("Forbidden: ...")`` for a 403, or google-auth failing
+        to find or refresh credentials."""
+        if super()._is_auth_error_here(error):
+            return True
+        names = {cls.__name__ for cls in type(error).__mro__}
+        if "HttpError" in names and status_code(error) in AUTH_STATUS_CODES:
+            return True
+        if {"RefreshError", "DefaultCredentialsError"} & names:
+            return True
+        return type(error) is OSError and str(error).startswith("Forbidden:")
 
     def _status(self, raw: dict[str, Any]) -> FileStatus:
         status = super()._status(raw)

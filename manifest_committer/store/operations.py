@@ -16,6 +16,9 @@ from ..urls import decode_path, encode_path, split_url
 
 _GLOB_CHARACTERS = ("*", "?", "[")
 
+AUTH_STATUS_CODES = frozenset({401, 403})
+"""HTTP statuses of refused credentials: unauthenticated (missing or bad) and forbidden."""
+
 
 def _has_glob_characters(*paths: str) -> bool:
     """fsspec's ``mv``, ``copy`` and ``rm`` expand these as a glob pattern, even in a path meant literally."""
@@ -213,3 +216,24 @@ class StoreOperations:
     def is_transient(self, error: BaseException) -> bool:
         """True for errors a retry may cure (timeouts, lost connections, throttling)."""
         return isinstance(error, TimeoutError | ConnectionError)
+
+    def is_auth_error(self, error: BaseException) -> bool:
+        """True when the store refused the call's credentials, or had none to send (401, 403, no permission).
+
+        Follows explicit causes (``raise ... from``), since fsspec backends often wrap the service's answer.
+        Stores override ``_is_auth_error_here`` for their SDK's errors; this default knows ``PermissionError``.
+        """
+        return any(self._is_auth_error_here(cause) for cause in error_chain(error))
+
+    def _is_auth_error_here(self, error: BaseException) -> bool:
+        return isinstance(error, PermissionError)
+
+
+def error_chain(error: BaseException) -> list[BaseException]:
+    """``error`` and its explicit causes, outermost first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__
+    return chain

@@ -89,6 +89,9 @@ class RateLimitedStore(StoreOperations):
     def is_transient(self, error: BaseException) -> bool:
         return self.inner.is_transient(error)
 
+    def is_auth_error(self, error: BaseException) -> bool:
+        return self.inner.is_auth_error(error)
+
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:
         return self.inner.same_content(first, second)
 
