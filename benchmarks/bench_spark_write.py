@@ -1,0 +1,329 @@
+"""Spark write benchmark: the same DataFrame written three ways in one Spark session on ``local[2]``.
+
+* ``v1``: ``df.write.parquet`` with Hadoop's ``FileOutputCommitter``, algorithm version 1 (Spark's default
+  commit protocol, ``SQLHadoopMapReduceCommitProtocol``).
+* ``hadoop-manifest``: ``df.write.parquet`` with Hadoop 3.5's ``ManifestCommitter``
+  (``mapreduce.outputcommitter.factory.scheme.file=...ManifestCommitterFactory``). Spark binds a
+  ``PathOutputCommitter`` only through ``PathOutputCommitProtocol`` of the ``spark-hadoop-cloud`` module, which
+  the pyspark wheel does not ship (nor ``BindingParquetOutputCommitter``). So this script compiles, with the JDK's
+  ``javac`` against the wheel's jars, a 40-line stand-in (``bench.ManifestCommitProtocol``, source below): a
+  ``HadoopMapReduceCommitProtocol`` whose committer comes from ``PathOutputCommitterFactory`` and whose task
+  files go to that committer's ``getWorkPath()`` -- what ``PathOutputCommitProtocol`` does for non-dynamic writes.
+* ``ours``: ``manifest_committer.spark.write(df, dest, format="parquet", partition_by=...)``.
+
+Workloads ``TASKSxPARTITIONS``: ``spark.range(rows, numPartitions=TASKS)`` (contiguous id slices, no shuffle)
+with the partition column ``p = id % PARTITIONS``, so every task holds rows of every partition value and writes
+exactly one file per value (``1`` partition: no partition column, one file per task). Every run writes into a
+fresh directory. Per run the order of the three writers rotates; one small unmeasured write of each comes first.
+
+Measured: end-to-end wall time of the write call; job-commit time. For both manifest committers that is
+``committer_commit_job`` from the summary report (``mapreduce.manifest.committer.summary.report.directory``; the
+``_SUCCESS`` file is written before job commit ends, so it cannot hold that duration). ``FileOutputCommitter`` has
+no statistics: for the two ``df.write`` writers Spark's own SQL metric "job commit time" (``BasicWriteJobStatsTracker``,
+read from the session's SQL status store) is reported too.
+
+Run ``python benchmarks/bench_spark_write.py --help``; BENCHMARKS.md ("Spark writes") has the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyspark
+from pyspark.sql import DataFrame, SparkSession, functions
+
+import manifest_committer as mc
+import manifest_committer.spark as mcs
+
+WRITERS = ("v1", "hadoop-manifest", "ours")
+DEFAULT_CASES = ("64x1", "32x50", "200x50")
+SPARK_PROTOCOL = "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol"
+SHIM_CLASS = "bench.ManifestCommitProtocol"
+SHIM_SOURCE = """\
+package bench;
+
+import java.io.IOException;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.OutputCommitter;
+import org.apache.hadoop.mapreduce.TaskAttemptContext;
+import org.apache.hadoop.mapreduce.lib.output.PathOutputCommitter;
+import org.apache.hadoop.mapreduce.lib.output.PathOutputCommitterFactory;
+import org.apache.spark.internal.io.FileNameSpec;
+import org.apache.spark.internal.io.HadoopMapReduceCommitProtocol;
+
+/** Stand-in for spark-hadoop-cloud's PathOutputCommitProtocol (not in the pyspark wheel), static writes only. */
+public class ManifestCommitProtocol extends HadoopMapReduceCommitProtocol {
+  private final String dest;
+  private transient PathOutputCommitter pathCommitter;
+
+  public ManifestCommitProtocol(String jobId, String path, boolean dynamicPartitionOverwrite) {
+    super(jobId, path, dynamicPartitionOverwrite);
+    if (dynamicPartitionOverwrite) {
+      throw new IllegalArgumentException("dynamic partition overwrite is not supported");
+    }
+    this.dest = path;
+  }
+
+  @Override
+  public OutputCommitter setupCommitter(TaskAttemptContext context) {
+    try {
+      Path out = new Path(dest);
+      pathCommitter = PathOutputCommitterFactory.getCommitterFactory(out, context.getConfiguration())
+          .createOutputCommitter(out, context);
+      return pathCommitter;
+    } catch (IOException e) {
+      throw new RuntimeException(e);
+    }
+  }
+
+  @Override
+  public String newTaskTempFile(TaskAttemptContext context, scala.Option<String> dir, FileNameSpec spec) {
+    try {
+      Path work = pathCommitter.getWorkPath();
+      Path parent = dir.isDefined() ? new Path(work, dir.get()) : work;
+      return new Path(parent, getFilename(context, spec)).toString();
+    } catch (IOException e) {
+      throw new RuntimeException(e);
+    }
+  }
+}
+"""
+
+
+@dataclass
+class Sample:
+    case: str
+    writer: str
+    run: int
+    wall_s: float
+    commit_job_s: float | None  # committer_commit_job from the summary report (manifest committers)
+    spark_job_commit_s: float | None  # Spark's "job commit time" SQL metric (df.write only)
+    files: int
+
+
+def compile_shim(work: Path) -> Path:
+    """Compile ``bench.ManifestCommitProtocol`` against the pyspark wheel's jars; returns the class directory."""
+    jars = Path(pyspark.__file__).parent / "jars"
+    source = work / "shim" / "ManifestCommitProtocol.java"
+    source.parent.mkdir(parents=True)
+    source.write_text(SHIM_SOURCE)
+    classes = work / "shim-classes"
+    subprocess.run(
+        ["javac", "-nowarn", "-d", str(classes), "-cp", f"{jars}/*", str(source)],
+        check=True,
+        capture_output=True,
+    )
+    return classes
+
+
+def session(classes: Path, reports: Path) -> SparkSession:
+    return (
+        SparkSession.builder.master("local[2]")
+        .appName("bench_spark_write")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.extraClassPath", str(classes))
+        .config("spark.hadoop.mapreduce.fileoutputcommitter.algorithm.version", "1")
+        .config(
+            "spark.hadoop.mapreduce.outputcommitter.factory.scheme.file",
+            "org.apache.hadoop.mapreduce.lib.output.committer.manifest.ManifestCommitterFactory",
+        )
+        # Read by both manifest committers (ours captures the session's mapreduce.manifest.committer.* keys).
+        .config("spark.hadoop.mapreduce.manifest.committer.summary.report.directory", str(reports))
+        .getOrCreate()
+    )
+
+
+def frame(spark: SparkSession, tasks: int, partitions: int, rows_per_file: int) -> DataFrame:
+    df = spark.range(0, tasks * partitions * rows_per_file, numPartitions=tasks)
+    columns = [
+        functions.col("id"),
+        (functions.col("id") * 7 % 1000).alias("value"),
+        functions.lit("payload").alias("text"),
+    ]
+    if partitions > 1:
+        columns.append((functions.col("id") % partitions).alias("p"))
+    return df.select(*columns)
+
+
+def last_job_commit_metric(spark: SparkSession) -> float | None:
+    """Spark's "job commit time" metric of the last SQL execution, in seconds (the listener bus is asynchronous)."""
+    jss = spark._jsparkSession
+    store = jss.sharedState().statusStore()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        executions = store.executionsList()
+        last = executions.apply(executions.size() - 1)
+        accumulator = None
+        plan_metrics = last.metrics()
+        for index in range(plan_metrics.size()):
+            metric = plan_metrics.apply(index)
+            if metric.name() == "job commit time":
+                accumulator = metric.accumulatorId()
+        if accumulator is not None and last.completionTime().isDefined():
+            text = store.executionMetrics(last.executionId()).mkString("\n")
+            for line in str(text).splitlines():
+                key, _, value = line.partition(" -> ")
+                if key.strip() == str(accumulator):
+                    return parse_duration(value)
+        time.sleep(0.2)
+    return None
+
+
+def parse_duration(text: str) -> float:
+    """The first duration in a formatted SQL timing metric (``"1.2 s"``, ``"850 ms"``, ``"1.0 m"``), in seconds."""
+    match = re.search(r"([\d.,]+)\s*(ms|s|m|h)\b", text)
+    if match is None:
+        raise ValueError(f"no duration in {text!r}")
+    number = float(match.group(1).replace(",", ""))
+    return number * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[match.group(2)]
+
+
+def summary_commit_job(reports: Path) -> float | None:
+    """``committer_commit_job`` (seconds) from the only summary report in ``reports``, which is then emptied."""
+    found = sorted(reports.glob("summary-*.json"))
+    if len(found) != 1:
+        raise RuntimeError(f"expected one summary report in {reports}, found {len(found)}")
+    summary = mc.SuccessData.load(str(found[0]))
+    found[0].unlink()
+    mean = summary.iostatistics.meanstatistics.get("committer_commit_job.mean")
+    return None if mean is None else mean.sum / 1000
+
+
+def count_files(dest: Path) -> int:
+    return sum(
+        1 for _, _, names in os.walk(dest) for name in names if name.endswith(".parquet") and "_temporary" not in name
+    )
+
+
+def write_once(spark: SparkSession, df: DataFrame, writer: str, dest: Path, partitioned: bool) -> float:
+    partition_by = ["p"] if partitioned else []
+    if writer == "ours":
+        started = time.perf_counter()
+        mcs.write(df, str(dest), format="parquet", partition_by=partition_by)
+        return time.perf_counter() - started
+    protocol = SHIM_CLASS if writer == "hadoop-manifest" else SPARK_PROTOCOL
+    spark.conf.set("spark.sql.sources.commitProtocolClass", protocol)
+    started = time.perf_counter()
+    df.write.parquet(str(dest), partitionBy=partition_by or None)
+    return time.perf_counter() - started
+
+
+def run(args: argparse.Namespace) -> list[Sample]:
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-", dir=args.workdir))
+    reports = work / "reports"
+    reports.mkdir()
+    classes = compile_shim(work)
+    spark = session(classes, reports)
+    spark.sparkContext.setLogLevel("ERROR")
+    samples: list[Sample] = []
+    try:
+        warm = frame(spark, 4, 4, 10)
+        for writer in WRITERS:
+            write_once(spark, warm, writer, work / f"warm-{writer}", partitioned=True)
+        for path in reports.glob("*"):
+            path.unlink()
+        for case in args.cases:
+            tasks, partitions = (int(part) for part in case.split("x"))
+            df = frame(spark, tasks, partitions, args.rows_per_file)
+            runs = args.runs_large if tasks * partitions >= 10_000 and args.runs_large else args.runs
+            for index in range(runs):
+                order = WRITERS[index % 3 :] + WRITERS[: index % 3]
+                for writer in order:
+                    dest = work / f"{case}-{writer}-{index}"
+                    wall = write_once(spark, df, writer, dest, partitioned=partitions > 1)
+                    metric = None if writer == "ours" else last_job_commit_metric(spark)
+                    commit = None if writer == "v1" else summary_commit_job(reports)
+                    sample = Sample(case, writer, index, wall, commit, metric, count_files(dest))
+                    samples.append(sample)
+                    print(json.dumps(asdict(sample)), flush=True)
+                    shutil.rmtree(dest)
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return samples
+
+
+def median(values: list[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
+
+
+def table(samples: list[Sample]) -> str:
+    def cell(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
+    lines = [
+        "| case | files | runs | writer | wall s | job commit s (summary) | job commit s (Spark metric) |",
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+    ]
+    medians: dict[tuple[str, str], tuple[float | None, float | None, float | None]] = {}
+    for case in dict.fromkeys(sample.case for sample in samples):
+        for writer in WRITERS:
+            rows = [sample for sample in samples if sample.case == case and sample.writer == writer]
+            if not rows:
+                continue
+            wall = median([row.wall_s for row in rows])
+            commit = median([row.commit_job_s for row in rows])
+            metric = median([row.spark_job_commit_s for row in rows])
+            medians[(case, writer)] = (wall, commit, metric)
+            lines.append(
+                f"| {case} | {rows[0].files:,} | {len(rows)} | {writer} | {cell(wall)} | {cell(commit)} "
+                f"| {cell(metric)} |"
+            )
+    lines.append("")
+    lines.append("| case | wall ours/v1 | wall ours/hadoop | job commit ours/hadoop | job commit ours/v1 (metric) |")
+    lines.append("| --- | ---: | ---: | ---: | ---: |")
+    for case in dict.fromkeys(sample.case for sample in samples):
+        ours, v1, hadoop = (
+            medians.get((case, writer), (None, None, None)) for writer in ("ours", "v1", "hadoop-manifest")
+        )
+
+        def ratio(a: float | None, b: float | None) -> str:
+            return "n/a" if a is None or not b else f"{a / b:.2f}"
+
+        lines.append(
+            f"| {case} | {ratio(ours[0], v1[0])} | {ratio(ours[0], hadoop[0])} | {ratio(ours[1], hadoop[1])} "
+            f"| {ratio(ours[1], v1[2])} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--cases", nargs="+", default=list(DEFAULT_CASES), help="TASKSxPARTITIONS workloads")
+    parser.add_argument("--runs", type=int, default=3, help="measured runs of each writer per case (default 3)")
+    parser.add_argument("--runs-large", type=int, default=0, help="runs for cases of >= 10,000 files (0: --runs)")
+    parser.add_argument("--rows-per-file", type=int, default=20, help="rows in each output file (default 20)")
+    parser.add_argument("--workdir", default=None, help="directory for the outputs (default: the system temp dir)")
+    parser.add_argument("--json", default=None, help="also write the samples to this JSON file")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args(argv)
+    print(
+        f"python {platform.python_version()}, pyspark {pyspark.__version__}, {os.cpu_count()} cores, "
+        f"{platform.platform()}",
+        flush=True,
+    )
+    samples = run(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(sample) for sample in samples], indent=1))
+    print(table(samples))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
