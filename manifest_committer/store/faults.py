@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .operations import FileStatus, StoreOperations
+from .operations import StoreOperations
+from .wrapping import WrappingStore
 
 OPERATIONS = (
     "info",
@@ -57,16 +58,13 @@ class Fault:
             raise ValueError(f"fault rate must lie in [0, 1], got {self.rate}")
 
 
-class FaultInjectingStore(StoreOperations):
+class FaultInjectingStore(WrappingStore):
     """Wraps another store; every call may sleep ``latency`` seconds and may fail as the faults say."""
 
     def __init__(
         self, inner: StoreOperations, faults: Sequence[Fault] = (), *, seed: int = 0, latency: float = 0.0
     ) -> None:
-        self.inner = inner
-        self.fs = inner.fs
-        self.scheme = inner.scheme
-        self.capabilities = inner.capabilities
+        super().__init__(inner)
         self.latency = latency  # after capabilities: the setter adjusts them
         self._faults = list(faults)
         self._remaining = [fault.times for fault in self._faults]
@@ -89,9 +87,6 @@ class FaultInjectingStore(StoreOperations):
         self._latency = seconds
         inner = self.inner.capabilities
         self.capabilities = replace(inner, microsecond_calls=False) if seconds > 0 else inner
-
-    def is_auth_error(self, error: BaseException) -> bool:
-        return self.inner.is_auth_error(error)
 
     def add_fault(self, fault: Fault) -> None:
         with self._lock:
@@ -120,7 +115,7 @@ class FaultInjectingStore(StoreOperations):
                 return fault
         return None
 
-    def _run(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
+    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
         if self.latency:
             time.sleep(self.latency)
         fault = self._pick(operation, path)
@@ -129,48 +124,6 @@ class FaultInjectingStore(StoreOperations):
         if fault.when == "after":
             call()
         raise fault.error()
-
-    def to_url(self, path: str) -> str:
-        return self.inner.to_url(path)
-
-    def from_url(self, url: str) -> str:
-        return self.inner.from_url(url)
-
-    def is_transient(self, error: BaseException) -> bool:
-        return self.inner.is_transient(error)
-
-    def info(self, path: str) -> FileStatus | None:
-        result: FileStatus | None = self._run("info", path, lambda: self.inner.info(path))
-        return result
-
-    def list_dir(self, path: str) -> list[FileStatus]:
-        result: list[FileStatus] = self._run("list_dir", path, lambda: self.inner.list_dir(path))
-        return result
-
-    def mkdirs(self, path: str) -> None:
-        self._run("mkdirs", path, lambda: self.inner.mkdirs(path))
-
-    def rename_file(self, source: str, dest: str) -> None:
-        self._run("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
-
-    def delete_file(self, path: str) -> bool:
-        return bool(self._run("delete_file", path, lambda: self.inner.delete_file(path)))
-
-    def delete_dir(self, path: str) -> bool:
-        return bool(self._run("delete_dir", path, lambda: self.inner.delete_dir(path)))
-
-    def remove_empty_dir(self, path: str) -> bool:
-        return bool(self._run("remove_empty_dir", path, lambda: self.inner.remove_empty_dir(path)))
-
-    def read_bytes(self, path: str) -> bytes:
-        result: bytes = self._run("read_bytes", path, lambda: self.inner.read_bytes(path))
-        return result
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        self._run("write_bytes", path, lambda: self.inner.write_bytes(path, data))
-
-    def copy_file(self, source: str, dest: str) -> None:
-        self._run("copy_file", f"{source} -> {dest}", lambda: self.inner.copy_file(source, dest))
 
 
 def azure_server_busy() -> BaseException:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
-from .operations import FileStatus, StoreOperations
+from .operations import StoreOperations
+from .wrapping import WrappingStore
 
 
 class TokenBucket:
@@ -55,7 +57,7 @@ class TokenBucket:
         return wait
 
 
-class RateLimitedStore(StoreOperations):
+class RateLimitedStore(WrappingStore):
     """Wraps another store; every call takes one token from ``bucket`` first.
 
     ``on_wait`` receives the seconds each call waited for its token (0.0 included), so a caller can record the
@@ -68,69 +70,12 @@ class RateLimitedStore(StoreOperations):
         bucket: TokenBucket,
         on_wait: Callable[[float], None] | None = None,
     ) -> None:
-        self.inner = inner
-        self.fs = inner.fs
-        self.scheme = inner.scheme
-        self.capabilities = inner.capabilities
+        super().__init__(inner)
         self.bucket = bucket
         self._on_wait = on_wait
 
-    def _acquire(self) -> None:
+    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
         waited = self.bucket.acquire()
         if self._on_wait is not None:
             self._on_wait(waited)
-
-    def to_url(self, path: str) -> str:
-        return self.inner.to_url(path)
-
-    def from_url(self, url: str) -> str:
-        return self.inner.from_url(url)
-
-    def is_transient(self, error: BaseException) -> bool:
-        return self.inner.is_transient(error)
-
-    def is_auth_error(self, error: BaseException) -> bool:
-        return self.inner.is_auth_error(error)
-
-    def same_content(self, first: FileStatus, second: FileStatus) -> bool:
-        return self.inner.same_content(first, second)
-
-    def info(self, path: str) -> FileStatus | None:
-        self._acquire()
-        return self.inner.info(path)
-
-    def list_dir(self, path: str) -> list[FileStatus]:
-        self._acquire()
-        return self.inner.list_dir(path)
-
-    def mkdirs(self, path: str) -> None:
-        self._acquire()
-        self.inner.mkdirs(path)
-
-    def rename_file(self, source: str, dest: str) -> None:
-        self._acquire()
-        self.inner.rename_file(source, dest)
-
-    def delete_file(self, path: str) -> bool:
-        self._acquire()
-        return self.inner.delete_file(path)
-
-    def delete_dir(self, path: str) -> bool:
-        self._acquire()
-        return self.inner.delete_dir(path)
-
-    def remove_empty_dir(self, path: str) -> bool:
-        self._acquire()
-        return self.inner.remove_empty_dir(path)
-
-    def read_bytes(self, path: str) -> bytes:
-        self._acquire()
-        return self.inner.read_bytes(path)
-
-    def write_bytes(self, path: str, data: bytes) -> None:
-        self._acquire()
-        self.inner.write_bytes(path, data)
-
-    def copy_file(self, source: str, dest: str) -> None:
-        self._acquire()
-        self.inner.copy_file(source, dest)
+        return call()

@@ -1,0 +1,78 @@
+"""A store that wraps another: every store call passes through one hook, everything else is delegated.
+
+Wrappers (fault injection, rate limiting) override ``around`` only, so a method added to the contract, or a
+question such as ``is_auth_error``, can never be forgotten in one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .operations import FileStatus, StoreOperations
+
+
+class WrappingStore(StoreOperations):
+    """Delegates to ``inner``; each call that reaches the store runs through ``around(operation, path, call)``."""
+
+    def __init__(self, inner: StoreOperations) -> None:
+        self.inner = inner
+        self.fs = inner.fs
+        self.scheme = inner.scheme
+        self.capabilities = inner.capabilities
+
+    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
+        """Run one store call; ``path`` names what it touches (``src -> dest`` for two paths)."""
+        return call()
+
+    # --- questions answered without a store call ------------------------------------------------------------------
+
+    def to_url(self, path: str) -> str:
+        return self.inner.to_url(path)
+
+    def from_url(self, url: str) -> str:
+        return self.inner.from_url(url)
+
+    def is_transient(self, error: BaseException) -> bool:
+        return self.inner.is_transient(error)
+
+    def is_auth_error(self, error: BaseException) -> bool:
+        return self.inner.is_auth_error(error)
+
+    def same_content(self, first: FileStatus, second: FileStatus) -> bool:
+        return self.inner.same_content(first, second)
+
+    # --- store calls ----------------------------------------------------------------------------------------------
+
+    def info(self, path: str) -> FileStatus | None:
+        result: FileStatus | None = self.around("info", path, lambda: self.inner.info(path))
+        return result
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        result: list[FileStatus] = self.around("list_dir", path, lambda: self.inner.list_dir(path))
+        return result
+
+    def mkdirs(self, path: str) -> None:
+        self.around("mkdirs", path, lambda: self.inner.mkdirs(path))
+
+    def rename_file(self, source: str, dest: str) -> None:
+        self.around("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
+
+    def delete_file(self, path: str) -> bool:
+        return bool(self.around("delete_file", path, lambda: self.inner.delete_file(path)))
+
+    def delete_dir(self, path: str) -> bool:
+        return bool(self.around("delete_dir", path, lambda: self.inner.delete_dir(path)))
+
+    def remove_empty_dir(self, path: str) -> bool:
+        return bool(self.around("remove_empty_dir", path, lambda: self.inner.remove_empty_dir(path)))
+
+    def read_bytes(self, path: str) -> bytes:
+        result: bytes = self.around("read_bytes", path, lambda: self.inner.read_bytes(path))
+        return result
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.around("write_bytes", path, lambda: self.inner.write_bytes(path, data))
+
+    def copy_file(self, source: str, dest: str) -> None:
+        self.around("copy_file", f"{source} -> {dest}", lambda: self.inner.copy_file(source, dest))
