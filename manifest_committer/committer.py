@@ -205,7 +205,7 @@ class ManifestCommitter:
         check_id("task id", task_id)
         check_id("task attempt id", attempt_id)
         work_path = self.paths.task_attempt_dir(attempt_id)
-        return TaskAttempt(task_id, attempt_id, work_path, self._store.fs, self._store.to_url(work_path))
+        return TaskAttempt(task_id, attempt_id, work_path, self._store.data_fs, self._store.to_url(work_path))
 
     def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
         """Create the attempt's working directory; write the task's files under ``work_path``."""

@@ -80,6 +80,11 @@ _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
         "cleanup_parallel_delete_base_first",
         _parse_bool,
     ),
+    # Not Hadoop's: its store operations have no retry policy of their own. Hadoop ignores these keys.
+    MANIFEST_PREFIX + "store.retry.attempts": ("store_retry_attempts", _parse_positive_int),
+    MANIFEST_PREFIX + "store.retry.interval": ("store_retry_interval", _parse_non_negative_number),
+    MANIFEST_PREFIX + "store.retry.max.wait": ("store_retry_max_wait", _parse_non_negative_number),
+    MANIFEST_PREFIX + "store.retry.max.time": ("store_retry_max_time", _parse_non_negative_number),
     FILE_OUTPUT_PREFIX + "marksuccessfuljobs": ("mark_successful_jobs", _parse_bool),
     FILE_OUTPUT_PREFIX + "cleanup.skipped": ("cleanup_skipped", _parse_bool),
     FILE_OUTPUT_PREFIX + "cleanup-failures.ignored": ("cleanup_failures_ignored", _parse_bool),
@@ -114,9 +119,15 @@ class CommitterConfig:
     save_retry_interval: float = 0.5
     """Base sleep in seconds between manifest/summary save attempts; grows exponentially with jitter."""
     store_retry_attempts: int = 5
-    """Attempts of a single store call that failed with a transient error."""
+    """Attempts of a single store call that failed with a transient error (``store.retry.attempts``)."""
     store_retry_interval: float = 0.2
-    """Base sleep in seconds between attempts of a transient store call."""
+    """Base sleep in seconds between attempts of a transient store call, doubling each time, with jitter
+    (``store.retry.interval``)."""
+    store_retry_max_wait: float = 30.0
+    """Longest single sleep between attempts of a store call, in seconds (``store.retry.max.wait``)."""
+    store_retry_max_time: float = 120.0
+    """Seconds after a store call's first attempt began when no further attempt starts; 0 means no limit
+    (``store.retry.max.time``). The cloud stores' clients do not retry on their own, so this bounds a call."""
     rename_batch_size: int = 128
     """Most files one unit of work renames; batching keeps per-file overhead in microseconds."""
 
@@ -131,7 +142,7 @@ class CommitterConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name}: must be an integer of at least 1, got {value!r}")
-        for name in ("save_retry_interval", "store_retry_interval"):
+        for name in ("save_retry_interval", "store_retry_interval", "store_retry_max_wait", "store_retry_max_time"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ConfigError(f"{name}: must be a number of seconds >= 0, got {value!r}")

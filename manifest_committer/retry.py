@@ -27,7 +27,9 @@ class RetryPolicy:
         stats: StatisticsStore | None = None,
         statistic: str = STORE_IO_RETRY,
         max_wait: float = 30.0,
+        max_time: float = 0.0,
     ) -> None:
+        """``max_time``: seconds after the first attempt began when no further attempt starts; 0: no limit."""
         self.attempts = attempts
         self._stats = stats
         self._statistic = statistic
@@ -38,8 +40,11 @@ class RetryPolicy:
             error = state.outcome.exception() if state.outcome else None
             log.warning("Attempt %d failed, retrying: %s", state.attempt_number, error)
 
+        stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
+        if max_time > 0:
+            stop = stop | tenacity.stop_before_delay(max_time)
         self._retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(attempts),
+            stop=stop,
             wait=tenacity.wait_exponential_jitter(multiplier=initial_wait, max=max_wait, jitter=initial_wait),
             retry=tenacity.retry_if_exception(is_retryable),
             before_sleep=before_sleep,

@@ -47,6 +47,8 @@ class StageContext:
             initial_wait=self.config.store_retry_interval,
             is_retryable=self.store.is_transient,
             stats=self.stats,
+            max_wait=self.config.store_retry_max_wait,
+            max_time=self.config.store_retry_max_time,
         )
         self.save_retry = RetryPolicy(
             attempts=self.config.manifest_save_attempts,

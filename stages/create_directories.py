@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import OutputConflictError
@@ -31,7 +32,8 @@ class CreateDirectoriesArguments:
 @dataclass(frozen=True, slots=True)
 class CreateDirectoriesResult:
     created: frozenset[str]
-    """Leaf directories this stage made (or found missing and made) in the store."""
+    """Leaf directories this stage made (or found missing and made) in the store; not those that only their
+    files bring into being."""
 
 
 class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectoriesResult]):
@@ -40,7 +42,11 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
     As in Hadoop, a file that a task saw at a directory's place is deleted, and a leaf whose ``mkdirs`` meets a
     file (at the leaf or an ancestor below the destination) has that file deleted and is made again.
     Directories that every task saw as existing are trusted; the rename stage recreates one that vanished.
-    Postcondition: every leaf directory exists.
+    On a store without real directories, nothing keeps a file from sitting at a directory's place or above it,
+    so every directory is probed for one; and a leaf that a file goes into gets no marker object: its first
+    file brings it into being, and a marker would only cost a call and show up as an odd empty "file" to
+    readers such as gcsfs's ``find``.
+    Postcondition: every leaf directory exists, or will once its files are renamed into it.
     """
 
     name = JOB_STAGE_CREATE_TARGET_DIRS
@@ -50,6 +56,10 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         parents = {posixpath.dirname(d.path) for d in directories}
         leaves = [d for d in directories if d.path not in parents and d.status != EntryStatus.DIR]
         files_in_the_way = [d.path for d in directories if d.status == EntryStatus.FILE]
+        if not self.store.capabilities.real_directories:
+            # Nothing here stops a file at a directory's place (or above it): probe every directory once.
+            files_in_the_way = self._with_ancestors(d.path for d in directories)
+            leaves = [d for d in leaves if not d.receives_files]
         pool, in_flight = self.context.pool, self.context.max_in_flight
 
         if files_in_the_way:
@@ -61,6 +71,17 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
             run_bounded(pool, leaves, self._create_leaf, max_in_flight=in_flight, on_result=created.append)
         log.info("%s: %d directories, %d leaves created", self.name, len(directories), len(created))
         return CreateDirectoriesResult(frozenset(created))
+
+    def _with_ancestors(self, paths: Iterable[str]) -> list[str]:
+        """``paths`` and every directory between each of them and the destination, once each."""
+        below_dest = self.paths.dest.rstrip("/") + "/"
+        every: set[str] = set()
+        for path in paths:
+            current = path
+            while current.startswith(below_dest) and current not in every:
+                every.add(current)
+                current = posixpath.dirname(current)
+        return sorted(every)
 
     def _delete_file_in_the_way(self, path: str) -> None:
         status = self.info(path)

@@ -43,6 +43,15 @@ class TargetDirectory:
     path: str
     level: int
     status: EntryStatus
+    receives_files: bool = False
+    """A file of the job goes directly into it. Only worked out on stores without real directories, where such a
+    directory comes into being with its first file and needs no marker of its own."""
+
+
+def _merged(known: TargetDirectory, seen: TargetDirectory) -> TargetDirectory:
+    """One directory as two tasks saw it: the status that asks for more work, files if either task has some."""
+    status = seen.status if _STATUS_PRECEDENCE[seen.status] > _STATUS_PRECEDENCE[known.status] else known.status
+    return TargetDirectory(known.path, known.level, status, known.receives_files or seen.receives_files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +136,12 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             entry_file.append(loaded.task_attempt_id, loaded.rows)
             for target in loaded.directories:
                 known = directories.get(target.path)
-                if known is None or _STATUS_PRECEDENCE[target.status] > _STATUS_PRECEDENCE[known.status]:
+                if known is None:
                     directories[target.path] = target
+                elif _STATUS_PRECEDENCE[target.status] > _STATUS_PRECEDENCE[known.status] or (
+                    target.receives_files and not known.receives_files
+                ):
+                    directories[target.path] = _merged(known, target)
             self.stats.merge(loaded.iostatistics)
             self.stats.add_sample(COMMITTER_TASK_MANIFEST_FILE_SIZE, loaded.size)
             result.task_ids.append(loaded.task_id)
@@ -237,12 +250,14 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             if not dest.startswith(dest_prefix) or dest.startswith(temporary_prefix) or has_relative_segments(dest):
                 raise ManifestError(f"{url}: destination {entry.dest} lies outside the job's destination")
             rows.append((source, dest, entry.size, entry.etag, entry.dest))
+        implied = not self.store.capabilities.real_directories
+        file_parents = {row[1].rpartition("/")[0] for row in rows} if implied else set()
         directories = []
         for directory in manifest.directories:
             path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory").rstrip("/")
             if not path.startswith(dest_prefix) or path.startswith(temporary_prefix) or has_relative_segments(path):
                 raise ManifestError(f"{url}: directory {directory.dir} lies outside the job's destination")
-            directories.append(TargetDirectory(path, directory.level, directory.status))
+            directories.append(TargetDirectory(path, directory.level, directory.status, path in file_parents))
         return rows, directories
 
     def _fast_path_of(self, value: str, url_prefix: str, path_prefix: str, url: str, what: str) -> str:

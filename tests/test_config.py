@@ -113,6 +113,22 @@ def test_other_keys_are_ignored() -> None:
     assert config == CommitterConfig()
 
 
+@pytest.mark.parametrize(
+    ("key", "field", "text", "value"),
+    [
+        (M + "io.rate", "io_rate_limit", "250", 250.0),
+        (M + "store.retry.attempts", "store_retry_attempts", "9", 9),
+        (M + "store.retry.interval", "store_retry_interval", "0.5", 0.5),
+        (M + "store.retry.max.wait", "store_retry_max_wait", "4", 4.0),
+        (M + "store.retry.max.time", "store_retry_max_time", "0", 0.0),
+    ],
+)
+def test_keys_of_our_own_are_parsed(key: str, field: str, text: str, value: object) -> None:
+    """Keys Hadoop has no use for (it ignores them), so a Spark job configures the retries in one place."""
+    config = CommitterConfig.from_hadoop_conf({"spark.hadoop." + key: text})
+    assert getattr(config, field) == value != getattr(CommitterConfig(), field)
+
+
 def test_overrides_win() -> None:
     config = CommitterConfig.from_hadoop_conf({M + "io.threads": "8"}, io_threads=2, rename_batch_size=7)
     assert (config.io_threads, config.rename_batch_size) == (2, 7)
@@ -147,6 +163,7 @@ def test_to_hadoop_conf_round_trip() -> None:
         {"manifest_save_attempts": "5"},
         {"rename_batch_size": -1},
         {"save_retry_interval": -0.1},
+        {"store_retry_max_time": -1},
         {"validate_output": "true"},
     ],
 )

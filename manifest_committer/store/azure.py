@@ -41,6 +41,23 @@ COPY_POLL_INTERVAL = 0.05
 """Seconds between polls of a pending server-side copy (doubling up to 2 s)."""
 COPY_TIMEOUT = 600.0
 """Seconds a pending copy may take before the rename gives up with ``TimeoutError``."""
+DELETE_CONCURRENCY = 16
+"""Blob deletes in flight at once within one ``delete_dir``."""
+
+
+def without_client_retries(fs: Any) -> Any:
+    """``fs`` with the Azure SDK's own retries switched off; the committer's retry policy governs instead.
+
+    The SDK retries a throttled or failed request three times, 15, 18 and 24 s apart, before the error
+    surfaces: a single store call could take a minute, whatever the committer's attempts and time limit say.
+    adlfs offers no option for it, so the service client's retry policy is changed in place.
+    """
+    policy = getattr(getattr(getattr(fs, "service_client", None), "_config", None), "retry_policy", None)
+    if policy is None or not hasattr(policy, "total_retries"):
+        log.warning("Cannot switch off the Azure SDK's retries of %s: its client has no retry policy", fs)
+        return fs
+    policy.total_retries = policy.connect_retries = policy.read_retries = policy.status_retries = 0
+    return fs
 
 
 def _md5_of(properties: Any) -> str | None:
@@ -71,8 +88,8 @@ class AzureBlobStore(StoreOperations):
         checksums_preserved_in_rename=True,
     )
 
-    def __init__(self, fs: Any, scheme: str = "abfs") -> None:
-        super().__init__(fs, scheme)
+    def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None) -> None:
+        super().__init__(fs, scheme, data_fs)
 
     # --- URLs: Hadoop writes abfs://container@account.dfs.core.windows.net/path ---------------------------
 
@@ -138,6 +155,36 @@ class AzureBlobStore(StoreOperations):
             properties = await client.get_blob_properties()
             if not _is_directory_marker(properties.metadata):
                 raise FileExistsError(errno.EEXIST, "a file is in the way of a directory", path) from None
+
+    def delete_dir(self, path: str) -> bool:
+        """Delete every blob below ``path/`` and the blob at ``path`` itself (its marker); ``False`` if none.
+
+        Not adlfs's recursive ``rm``: it keeps the marker of the directory deleted and of every directory below
+        that also has blobs under it, so ``_temporary`` would outlive the job. A prefix listing also needs no
+        glob escaping.
+        """
+        container, blob = self._split(path)
+        if not blob:
+            return super().delete_dir(path)
+        return bool(sync(self.fs.loop, self._delete_tree, container, blob.rstrip("/")))
+
+    async def _delete_tree(self, container: str, blob: str) -> int:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        client = self.fs.service_client.get_container_client(container)
+        names = [item.name async for item in client.list_blobs(name_starts_with=blob + "/")]
+        names.append(blob)
+        limit = asyncio.Semaphore(DELETE_CONCURRENCY)
+
+        async def delete(name: str) -> int:
+            async with limit:
+                try:
+                    await client.delete_blob(name)
+                except ResourceNotFoundError:
+                    return 0
+                return 1
+
+        return sum(await asyncio.gather(*(delete(name) for name in names)))
 
     def remove_empty_dir(self, path: str) -> bool:
         try:

@@ -30,6 +30,18 @@ def _protocol_of(url: str) -> str:
     return protocol or "file"
 
 
+def _cloud_filesystems(url: str, options: dict[str, Any]) -> tuple[Any, Any, str]:
+    """A private filesystem for the committer's own calls, fsspec's shared one for task output, and the path.
+
+    The private one is never handed out, so switching its client's retries off changes nobody else's; neither
+    keeps listing caches, since a committer must see every change at once.
+    """
+    options.setdefault("use_listings_cache", False)
+    data_fs, path = fsspec.core.url_to_fs(url, **options)
+    fs, _ = fsspec.core.url_to_fs(url, skip_instance_cache=True, **options)
+    return fs, data_fs, path.rstrip("/")
+
+
 def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
     """The store operations and the store path for a plain path or fsspec URL.
 
@@ -41,17 +53,16 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     if protocol in S3_PROTOCOLS:
         raise UnsupportedStoreError(f"{url}: {_S3_REASON}")
     if protocol in AZURE_PROTOCOLS:
-        from .azure import AzureBlobStore
+        from .azure import AzureBlobStore, without_client_retries
 
-        options.setdefault("use_listings_cache", False)  # a committer must see every change at once
-        fs, path = fsspec.core.url_to_fs(url, **options)
-        return AzureBlobStore(fs, protocol), path.rstrip("/")
+        fs, data_fs, path = _cloud_filesystems(url, options)
+        return AzureBlobStore(without_client_retries(fs), protocol, data_fs), path
     if protocol in GCS_PROTOCOLS:
         from .gcs import GCSStore  # sets GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT before gcsfs is imported
+        from .gcs import without_client_retries as without_gcs_client_retries
 
-        options.setdefault("use_listings_cache", False)
-        fs, path = fsspec.core.url_to_fs(url, **options)
-        return GCSStore(fs, protocol), path.rstrip("/")
+        fs, data_fs, path = _cloud_filesystems(url, options)
+        return GCSStore(without_gcs_client_retries(fs), protocol, data_fs), path
     fs, path = fsspec.core.url_to_fs(url, **options)
     protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
     if "file" in protocols or "local" in protocols:

@@ -24,6 +24,7 @@ import contextlib
 import errno
 import logging
 import os
+import types
 from typing import Any
 
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # before gcsfs is imported, or writes stall
@@ -37,6 +38,20 @@ from .transient import caused_by_transient, is_transient_gcs, status_code
 log = logging.getLogger(__name__)
 
 
+def without_client_retries(fs: Any) -> Any:
+    """``fs`` with gcsfs's own retries switched off; the committer's retry policy governs instead.
+
+    gcsfs retries every failed request up to six times (about 33 s of sleeps) before the error surfaces. Its
+    count is fixed when the class is defined, so this instance gets the undecorated request method.
+    """
+    request = getattr(type(fs)._request, "__wrapped__", None)
+    if request is None:
+        log.warning("Cannot switch off gcsfs's retries of %s: its request method is not a retry wrapper", fs)
+        return fs
+    fs._request = types.MethodType(request, fs)
+    return fs
+
+
 class GCSStore(StoreOperations):
     """Google Cloud Storage (flat buckets) via gcsfs; ``rename_file`` is a conditional rewrite + delete."""
 
@@ -47,8 +62,8 @@ class GCSStore(StoreOperations):
         checksums_preserved_in_rename=True,
     )
 
-    def __init__(self, fs: Any, scheme: str = "gs") -> None:
-        super().__init__(fs, scheme)
+    def __init__(self, fs: Any, scheme: str = "gs", data_fs: Any = None) -> None:
+        super().__init__(fs, scheme, data_fs)
 
     def from_url(self, url: str) -> str:
         scheme, authority, path = split_url(url)

@@ -63,9 +63,13 @@ class StoreOperations:
 
     capabilities = StoreCapabilities(atomic_rename=False, etags_preserved_in_rename=False, real_directories=False)
 
-    def __init__(self, fs: Any, scheme: str) -> None:
+    def __init__(self, fs: Any, scheme: str, data_fs: Any = None) -> None:
         self.fs = fs
         self.scheme = scheme
+        self.data_fs = fs if data_fs is None else data_fs
+        """The filesystem tasks write their files with. Cloud stores: fsspec's shared instance with its client's
+        own retries, while ``fs`` is a private one whose client does not retry, so the committer's policy
+        alone decides how long a store call may take."""
         self._rename_lock = threading.Lock()
 
     # --- URLs -------------------------------------------------------------------------------------------------

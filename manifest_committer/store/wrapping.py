@@ -18,6 +18,7 @@ class WrappingStore(StoreOperations):
     def __init__(self, inner: StoreOperations) -> None:
         self.inner = inner
         self.fs = inner.fs
+        self.data_fs = inner.data_fs
         self.scheme = inner.scheme
         self.capabilities = inner.capabilities
 

@@ -50,7 +50,8 @@ def test_reverts_an_interrupted_job_commit(destination: str) -> None:
     context = interrupted_commit(destination)
     result = abort(context)
     assert result.files_reverted == 4
-    assert result.directories_removed == 2
+    # Object stores: the directories had no markers (their files made them) and went with their files.
+    assert result.directories_removed == (2 if context.store.capabilities.real_directories else 0)
     assert result.cleanup.outcome is CleanupOutcome.PARALLEL_DELETE
     names = sorted(s.path.rsplit("/", 1)[-1] for s in context.store.list_dir(context.paths.dest))
     assert names == ["before.csv"], "the destination is as it was before the job"

@@ -34,7 +34,8 @@ def test_parallel_delete_of_task_attempts_then_the_job(destination: str) -> None
     assert result == CleanupResult(CleanupOutcome.PARALLEL_DELETE, 4)
     assert not exists(context, context.paths.job_dir)
     assert not exists(context, context.paths.temporary_dir), "the last job out removes _temporary"
-    assert exists(context, context.paths.dest)
+    # On an object store an empty destination is no directory at all.
+    assert exists(context, context.paths.dest) or not context.store.capabilities.real_directories
     counters = context.stats.snapshot().counters
     assert counters[OP_DELETE_DIR] == 4
     assert counters[JOB_STAGE_CLEANUP] == 1
