@@ -215,11 +215,16 @@ class ManifestCommitter:
         )
         return task
 
-    def commit_task(self, task: TaskAttempt) -> TaskManifest:
-        """Scan the attempt's files into a manifest and publish it; the files move only at job commit."""
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Scan the attempt's files into a manifest and publish it; the files move only at job commit.
+
+        ``outputs``: a writer that knows what it wrote may say so, as paths relative to ``work_path`` mapped to
+        paths relative to the destination. Then exactly those files are committed, from wherever they are in
+        the attempt directory; a flat attempt directory makes both the task and the job commit cheaper.
+        """
         try:
             result = CommitTaskStage(self._context(StatisticsStore(), task_attempt_id=task.attempt_id)).apply(
-                CommitTaskArguments(task.task_id, task.attempt_id)
+                CommitTaskArguments(task.task_id, task.attempt_id, outputs)
             )
         except BaseException:
             # No manifest is saved, so no statistic of this failure could reach the job: the log says it.

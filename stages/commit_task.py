@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..manifest import TaskManifest
@@ -15,6 +16,8 @@ from .scan_task_directory import ScanArguments, ScanTaskDirectoryStage
 class CommitTaskArguments:
     task_id: str
     task_attempt_id: str
+    outputs: Mapping[str, str] | None = None
+    """The writer's declared files (see ``ScanArguments.outputs``); ``None``: the whole attempt directory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +29,8 @@ class CommitTaskResult:
 class CommitTaskStage(Stage[CommitTaskArguments, CommitTaskResult]):
     """Scan, then save the manifest. Precondition: the attempt directory exists.
 
-    Postcondition: ``manifests/$taskId-manifest.json`` lists every file and directory of this attempt.
+    Postcondition: ``manifests/$taskId-manifest.json`` lists every file and directory of this attempt (or the
+    files the writer declared, with their directories).
     ``committer_tasks_completed`` is counted before the statistics are snapshotted into the manifest, so the
     job commit sees every task even when tasks run in other processes (Hadoop's defect D14).
     """
@@ -34,7 +38,7 @@ class CommitTaskStage(Stage[CommitTaskArguments, CommitTaskResult]):
     name = TASK_STAGE_COMMIT
 
     def execute(self, arguments: CommitTaskArguments) -> CommitTaskResult:
-        scan = ScanTaskDirectoryStage(self.context).apply(ScanArguments(arguments.task_attempt_id))
+        scan = ScanTaskDirectoryStage(self.context).apply(ScanArguments(arguments.task_attempt_id, arguments.outputs))
         self.stats.increment(COMMITTER_TASKS_COMPLETED)
         attempt_dir = self.store.to_url(self.paths.task_attempt_dir(arguments.task_attempt_id))
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..errors import JobStateError
+from ..errors import JobStateError, ManifestError
 from ..manifest import DirEntry, EntryStatus, FileEntry
 from ..statistic_names import (
     COMMITTER_TASK_DIRECTORY_COUNT,
@@ -21,6 +22,9 @@ from .base import Stage
 @dataclass(frozen=True, slots=True)
 class ScanArguments:
     task_attempt_id: str
+    outputs: Mapping[str, str] | None = None
+    """The writer's own account of its files: path relative to the attempt directory -> path relative to the
+    destination. ``None``: every file of the attempt directory, at the same relative path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +40,18 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
     such side files are left out here too, so a task written by Hadoop commits what Hadoop would commit.
     Each subdirectory (empty ones too) becomes a DirEntry with its depth and what the destination holds there
     now (probed only while the parent exists, as Hadoop does). Everything is committed, hidden files too.
+    A writer that declares its ``outputs`` may keep its files anywhere in the attempt directory (flat, say):
+    then exactly those files are listed, each at the destination path it names, with every directory above
+    them. A job commit then empties one directory per task instead of one per task and partition, and the
+    task side makes no directory per partition.
     Precondition: the attempt directory exists, else a ``JobStateError`` naming it.
     """
 
     name = TASK_STAGE_SCAN_DIRECTORY
 
     def execute(self, arguments: ScanArguments) -> ScanResult:
+        if arguments.outputs is not None:
+            return self._declared(arguments.task_attempt_id, arguments.outputs)
         root = self.paths.task_attempt_dir(arguments.task_attempt_id)
         files: list[FileEntry] = []
         directories: list[DirEntry] = []
@@ -55,10 +65,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 children = self.call(OP_LIST_STATUS, lambda d=source_dir: self.store.list_dir(d))  # type: ignore[misc]
             except FileNotFoundError:
                 if depth == 0:
-                    raise JobStateError(
-                        f"{to_url(root)}: task attempt {arguments.task_attempt_id} has no working directory "
-                        "(never set up, already aborted, or cleaned up)"
-                    ) from None
+                    raise self._missing_attempt_dir(arguments.task_attempt_id) from None
                 raise
             subdirs: list[FileStatus] = []
             file_names = {_name(child) for child in children if not child.is_dir}
@@ -82,12 +89,81 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 directories.append(DirEntry(to_url(child_dest), status, depth + 1))
                 max_depth = max(max_depth, depth + 1)
                 stack.append((child.path, child_dest, depth + 1, status != EntryStatus.NOT_FOUND))
+        return self._result(files, directories, max_depth)
+
+    def _result(self, files: list[FileEntry], directories: list[DirEntry], max_depth: int) -> ScanResult:
         directories.sort(key=lambda entry: (entry.level, entry.dir))
         self.stats.add_sample(COMMITTER_TASK_FILE_COUNT, len(files))
         self.stats.add_sample(COMMITTER_TASK_FILE_SIZE, sum(entry.size for entry in files))
         self.stats.add_sample(COMMITTER_TASK_DIRECTORY_COUNT, len(directories))
         self.stats.add_sample(COMMITTER_TASK_DIRECTORY_DEPTH, max_depth)
         return ScanResult(files, directories)
+
+    def _missing_attempt_dir(self, task_attempt_id: str) -> JobStateError:
+        root = self.store.to_url(self.paths.task_attempt_dir(task_attempt_id))
+        return JobStateError(
+            f"{root}: task attempt {task_attempt_id} has no working directory "
+            "(never set up, already aborted, or cleaned up)"
+        )
+
+    def _declared(self, task_attempt_id: str, outputs: Mapping[str, str]) -> ScanResult:
+        """Entries for the files the writer declared; each parent directory is listed once for their sizes."""
+        root = self.paths.task_attempt_dir(task_attempt_id)
+        to_url = self.store.to_url
+        listings: dict[str, dict[str, FileStatus]] = {}
+
+        def files_in(directory: str) -> dict[str, FileStatus]:
+            if directory not in listings:
+                try:
+                    children = self.call(OP_LIST_STATUS, lambda: self.store.list_dir(directory))
+                except FileNotFoundError:
+                    if directory == root:
+                        raise self._missing_attempt_dir(task_attempt_id) from None
+                    children = []
+                listings[directory] = {_name(child): child for child in children if not child.is_dir}
+            return listings[directory]
+
+        files_in(root)
+        files: list[FileEntry] = []
+        dest_dirs: set[str] = set()
+        claimed: dict[str, str] = {}
+        for source_relative, dest_relative in sorted(outputs.items(), key=lambda item: item[1]):
+            _check_relative(source_relative, f"task attempt {task_attempt_id}: output {source_relative!r}")
+            _check_relative(dest_relative, f"task attempt {task_attempt_id}: destination {dest_relative!r}")
+            if dest_relative in claimed:
+                raise ManifestError(
+                    f"task attempt {task_attempt_id}: outputs {claimed[dest_relative]!r} and {source_relative!r} "
+                    f"both go to {dest_relative!r}"
+                )
+            claimed[dest_relative] = source_relative
+            source = self.store.join(root, source_relative)
+            parent, _, name = source.rpartition("/")
+            listed = files_in(parent).get(name)
+            if listed is None:
+                raise JobStateError(f"{to_url(source)}: output of task attempt {task_attempt_id} does not exist")
+            dest = self.store.join(self.paths.dest, dest_relative)
+            files.append(FileEntry(to_url(source), to_url(dest), listed.size, listed.etag))
+            segments = dest_relative.split("/")[:-1]
+            dest_dirs.update("/".join(segments[:depth]) for depth in range(1, len(segments) + 1))
+        directories: list[DirEntry] = []
+        existing: dict[str, bool] = {"": True}
+        for relative in sorted(dest_dirs, key=lambda d: (d.count("/"), d)):
+            dest_dir = self.store.join(self.paths.dest, relative)
+            status = EntryStatus.NOT_FOUND
+            if existing[relative.rpartition("/")[0]]:
+                found = self.info(dest_dir)
+                if found is not None:
+                    status = EntryStatus.DIR if found.is_dir else EntryStatus.FILE
+            existing[relative] = status != EntryStatus.NOT_FOUND
+            directories.append(DirEntry(to_url(dest_dir), status, relative.count("/") + 1))
+        max_depth = max((entry.level for entry in directories), default=0)
+        return self._result(files, directories, max_depth)
+
+
+def _check_relative(path: str, what: str) -> None:
+    """A relative path of plain segments: no empty, ``.`` or ``..`` segment, no leading ``/``."""
+    if not path or any(segment in ("", ".", "..") for segment in path.split("/")):
+        raise ManifestError(f"{what} is not a relative path of plain names")
 
 
 def _name(status: FileStatus) -> str:

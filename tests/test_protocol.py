@@ -76,6 +76,29 @@ def test_multi_task_job_with_partitions_and_odd_names(destination: str) -> None:
     assert "_temporary" not in tree(committer)
 
 
+def test_declared_outputs_of_flat_task_directories(destination: str) -> None:
+    """Writers that declare their files keep them flat; the job puts each where declared, and nothing else."""
+    committer = new_job(destination)
+    expected: dict[str, bytes] = {}
+    for index in range(3):
+        task = run_task(
+            committer,
+            f"task_{index:05d}",
+            f"attempt_{index:05d}_0",
+            {f"f{n}.csv": b"%d-%d" % (index, n) for n in range(4)} | {"scratch.tmp": b"never committed"},
+            commit=False,
+        )
+        outputs = {f"f{n}.csv": f"dt=2026-11-{n + 1:02d}/country=d e/part-{index}-{n}.csv" for n in range(4)}
+        committer.commit_task(task, outputs)
+        expected |= {dest: b"%d-%d" % (index, n) for n, dest in enumerate(outputs.values())}
+
+    success = committer.commit_job()
+
+    assert output(committer) == expected
+    assert counters(success)[COMMITTER_FILES_COMMITTED] == 12
+    assert "_temporary" not in tree(committer)
+
+
 def test_retried_task_keeps_only_the_second_attempt(destination: str) -> None:
     committer = new_job(destination)
     first = run_task(

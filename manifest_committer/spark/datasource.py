@@ -231,13 +231,20 @@ class _OpenFile:
 
 
 class _TaskOutput:
-    """Routes record batches to one rolling file per partition directory of one task attempt."""
+    """Routes record batches to one rolling file per partition directory of one task attempt.
+
+    The files lie flat in the attempt directory (their names are unique within the task) and are declared to
+    the task commit with their partition paths: no directory per partition to make in the task, or to delete
+    once the job commit has emptied it.
+    """
 
     def __init__(self, task: TaskAttempt, settings: WriteSettings, partition_id: int, spark_task_attempt_id: int):
         self.task = task
         self.settings = settings
         self.prefix = f"part-{partition_id:05d}-{settings.job_id.removeprefix('spark-')}-a{spark_task_attempt_id}"
         self.files: list[str] = []
+        self.outputs: dict[str, str] = {}
+        """File name in the attempt directory -> destination-relative path."""
         self.partitions: set[str] = set()
         self.rows = 0
         self._open: dict[str, _OpenFile] = {}
@@ -273,7 +280,7 @@ class _TaskOutput:
     def _new_file(self, directory: str, schema: Any) -> _OpenFile:
         name = f"{self.prefix}-c{len(self.files):03d}{self.settings.output_format.extension}"
         relative = f"{directory}/{name}" if directory else name
-        handle = self.task.fs.open(f"{self.task.work_path}/{relative}", "wb")
+        handle = self.task.fs.open(f"{self.task.work_path}/{name}", "wb")
         try:
             writer = self.settings.output_format.open(handle, schema)
         except BaseException:
@@ -282,6 +289,7 @@ class _TaskOutput:
         opened = _OpenFile(relative, handle, writer)
         self._open[directory] = opened
         self.files.append(relative)
+        self.outputs[name] = relative
         if directory:
             self.partitions.add(directory)
         return opened
@@ -355,7 +363,7 @@ class ManifestWriter(DataSourceArrowWriter):
                     f"{committer.store.to_url(committer.paths.manifest_dir)}: job {self.settings.job_id} ended "
                     f"before task attempt {attempt_id} could commit"
                 )
-            committer.commit_task(task)
+            committer.commit_task(task, output.outputs)
         except BaseException:
             with contextlib.suppress(Exception):
                 committer.abort_task(task)

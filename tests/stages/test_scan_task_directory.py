@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from manifest_committer.errors import JobStateError
+from manifest_committer.errors import JobStateError, ManifestError
 from manifest_committer.manifest import EntryStatus
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.scan_task_directory import ScanArguments, ScanResult, ScanTaskDirectoryStage
@@ -141,3 +141,69 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(ScanArguments(ATTEMPT_ID))
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(ScanArguments(ATTEMPT_ID))
+
+
+# --- outputs the writer declares ------------------------------------------------------------------------------------
+
+
+def scan_declared(context: StageContext, outputs: dict[str, str]) -> ScanResult:
+    return ScanTaskDirectoryStage(context).apply(ScanArguments(ATTEMPT_ID, outputs))
+
+
+def test_declared_outputs_go_where_the_writer_says(destination: str) -> None:
+    """Flat files in the attempt directory, committed into partition directories; undeclared files stay out."""
+    context = prepare(destination, {"f0.csv": b"1", "f1.csv": b"22", "sub/f2.csv": b"333", "stray.tmp": b"x"})
+    context.store.write_bytes(dest_path(context, "dt=1/old.csv"), b"committed earlier")
+    outputs = {"f0.csv": "dt=1/a.csv", "f1.csv": "dt=2/country=DE/b.csv", "sub/f2.csv": "top.csv"}
+    result = scan_declared(context, outputs)
+    root = context.paths.task_attempt_dir(ATTEMPT_ID)
+    by_dest = {relative(context, entry.dest): entry for entry in result.files}
+    assert sorted(by_dest) == ["dt=1/a.csv", "dt=2/country=DE/b.csv", "top.csv"]
+    for source, dest in outputs.items():
+        assert by_dest[dest].source == context.store.to_url(f"{root}/{source}")
+        assert by_dest[dest].size == len(context.store.read_bytes(f"{root}/{source}"))
+    directories = {relative(context, entry.dir): (entry.status, entry.level) for entry in result.directories}
+    assert directories == {
+        "dt=1": (EntryStatus.DIR, 1),
+        "dt=2": (EntryStatus.NOT_FOUND, 1),
+        "dt=2/country=DE": (EntryStatus.NOT_FOUND, 2),
+    }
+    counters = context.stats.snapshot().counters
+    assert counters[OP_LIST_STATUS] == 2, "one listing per directory holding declared files"
+    assert counters[OP_GET_FILE_STATUS] == 2, "dt=2/country=DE is not probed: its parent is missing"
+
+
+def test_no_declared_outputs_is_an_empty_task(destination: str) -> None:
+    context = prepare(destination, {"stray.tmp": b"x"})
+    result = scan_declared(context, {})
+    assert (result.files, result.directories) == ([], [])
+
+
+def test_a_declared_output_that_is_missing_names_the_file(destination: str) -> None:
+    context = prepare(destination, {"f0.csv": b"1"})
+    with pytest.raises(JobStateError, match=r"f9\.csv: output of task attempt .* does not exist"):
+        scan_declared(context, {"f0.csv": "a.csv", "f9.csv": "b.csv"})
+
+
+@pytest.mark.parametrize(
+    ("outputs", "message"),
+    [
+        ({"f0.csv": "../escape.csv"}, "destination '../escape.csv' is not a relative path"),
+        ({"f0.csv": "/abs.csv"}, "destination '/abs.csv' is not a relative path"),
+        ({"../f0.csv": "a.csv"}, r"output '\.\./f0\.csv' is not a relative path"),
+        ({"f0.csv": "a//b.csv"}, "is not a relative path"),
+        ({"f0.csv": "same.csv", "f1.csv": "same.csv"}, "outputs 'f0.csv' and 'f1.csv' both go to 'same.csv'"),
+    ],
+)
+def test_bad_declared_outputs_name_the_task_and_path(destination: str, outputs: dict[str, str], message: str) -> None:
+    context = prepare(destination, {"f0.csv": b"1", "f1.csv": b"2"})
+    with pytest.raises(ManifestError, match=message) as raised:
+        scan_declared(context, outputs)
+    assert ATTEMPT_ID in str(raised.value)
+
+
+def test_declared_outputs_of_a_missing_attempt_directory_name_the_attempt(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    with pytest.raises(JobStateError, match=f"task attempt {ATTEMPT_ID} has no working directory"):
+        scan_declared(fresh(context), {"f0.csv": "a.csv"})
