@@ -90,8 +90,8 @@ def write(
     ``overwrite`` (old files go only after the new job committed; with
     ``options={"partitionOverwriteMode": "dynamic"}`` or the session's ``spark.sql.sources.partitionOverwriteMode``
     only the partitions written). ``storage_options`` reach fsspec on the driver and every executor and must be
-    JSON-serialisable. ``options``: writer options such as ``maxRecordsPerFile``, ``compression``, ``header``
-    and committer keys (``mapreduce.manifest.committer.*``).
+    JSON-serialisable. ``options``: writer options such as ``maxRecordsPerFile``, ``maxOpenFiles``,
+    ``compression``, ``header`` and committer keys (``mapreduce.manifest.committer.*``).
     """
     save_mode = SaveMode.parse(mode)
     spark = df.sparkSession

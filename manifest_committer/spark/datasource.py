@@ -80,6 +80,9 @@ OPTION_PARTITION_OVERWRITE_MODE = "partitionoverwritemode"
 OPTION_STORAGE_OPTIONS = "storage_options"
 OPTION_COMPRESSION = "compression"
 OPTION_HEADER = "header"
+OPTION_MAX_OPEN_FILES = "maxopenfiles"
+DEFAULT_MAX_OPEN_FILES = 64
+"""Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``)."""
 _PLAIN_OPTIONS = frozenset(
     {
         OPTION_PATH,
@@ -90,6 +93,7 @@ _PLAIN_OPTIONS = frozenset(
         OPTION_STORAGE_OPTIONS,
         OPTION_COMPRESSION,
         OPTION_HEADER,
+        OPTION_MAX_OPEN_FILES,
     }
 )
 
@@ -120,6 +124,10 @@ class WriteSettings:
     partition_by: tuple[str, ...] = ()
     max_records_per_file: int = 0
     """Most rows in one file; 0 means no limit (Spark's ``maxRecordsPerFile``)."""
+    max_open_files: int = DEFAULT_MAX_OPEN_FILES
+    """Files one task keeps open (``maxOpenFiles``): each holds a write buffer, so a task that meets thousands
+    of partitions would otherwise hold thousands of them. Past it, the least recently written file is finished
+    and the partition's next rows start a new file."""
     overwrite: bool = False
     partition_overwrite_mode: PartitionOverwriteMode = PartitionOverwriteMode.STATIC
     storage_options: dict[str, Any] = field(default_factory=dict)
@@ -152,6 +160,13 @@ class WriteSettings:
             max_records = int(max_records_text)
         except ValueError:
             raise ConfigError(f"maxRecordsPerFile: expected an integer, got {max_records_text!r}") from None
+        max_open_text = merged.get(OPTION_MAX_OPEN_FILES, str(DEFAULT_MAX_OPEN_FILES)).strip()
+        try:
+            max_open_files = int(max_open_text)
+        except ValueError:
+            raise ConfigError(f"maxOpenFiles: expected an integer, got {max_open_text!r}") from None
+        if max_open_files < 1:
+            raise ConfigError(f"maxOpenFiles: must be at least 1, got {max_open_text!r}")
         storage_text = merged.get(OPTION_STORAGE_OPTIONS, "").strip()
         try:
             storage_options = orjson.loads(storage_text) if storage_text else {}
@@ -165,6 +180,7 @@ class WriteSettings:
             output_format=output_format(merged.get(OPTION_FORMAT, "parquet"), merged),
             partition_by=partition_by,
             max_records_per_file=max(max_records, 0),
+            max_open_files=max_open_files,
             overwrite=overwrite,
             partition_overwrite_mode=PartitionOverwriteMode.parse(
                 merged.get(OPTION_PARTITION_OVERWRITE_MODE, PartitionOverwriteMode.STATIC.value)
@@ -269,7 +285,8 @@ class _TaskOutput:
         limit = self.settings.max_records_per_file
         offset = 0
         while offset < batch.num_rows:
-            current = self._open.get(directory) or self._new_file(directory, batch.schema)
+            current = self._open.pop(directory, None) or self._new_file(directory, batch.schema)
+            self._open[directory] = current  # most recently written last: the dict's order is the LRU order
             count = batch.num_rows - offset if limit <= 0 else min(limit - current.rows, batch.num_rows - offset)
             current.writer.write(batch.slice(offset, count))
             current.rows += count
@@ -278,6 +295,8 @@ class _TaskOutput:
                 self._close(directory)
 
     def _new_file(self, directory: str, schema: Any) -> _OpenFile:
+        if len(self._open) >= self.settings.max_open_files:
+            self._close(next(iter(self._open)))
         name = f"{self.prefix}-c{len(self.files):03d}{self.settings.output_format.extension}"
         relative = f"{directory}/{name}" if directory else name
         handle = self.task.fs.open(f"{self.task.work_path}/{name}", "wb")
@@ -287,7 +306,6 @@ class _TaskOutput:
             handle.close()
             raise
         opened = _OpenFile(relative, handle, writer)
-        self._open[directory] = opened
         self.files.append(relative)
         self.outputs[name] = relative
         if directory:

@@ -8,7 +8,7 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.spark import ManifestCommitMessage, ManifestWriter, PartitionOverwriteMode, WriteSettings
-from manifest_committer.spark.datasource import task_ids
+from manifest_committer.spark.datasource import _TaskOutput, task_ids
 
 
 def make_writer(destination: Path, *, overwrite: bool = False, **options: str) -> ManifestWriter:
@@ -148,6 +148,7 @@ def test_settings_from_options_and_session_conf() -> None:
     assert settings.output_format.name == "json"
     assert settings.partition_by == ("dt", "country")
     assert settings.max_records_per_file == 10
+    assert settings.max_open_files == 64
     assert settings.storage_options == {"auto_mkdir": True}
     assert settings.config.io_threads == 4  # the option wins over the session
     assert settings.config.validate_output is True
@@ -171,8 +172,41 @@ def test_settings_from_options_and_session_conf() -> None:
         ({"path": "/x", "partitionBy": "a,a"}, "partitionBy names a column twice"),
         ({"path": "/x", "partitionOverwriteMode": "sometimes"}, "partitionOverwriteMode 'sometimes'"),
         ({"format": "csv"}, "needs a destination"),
+        ({"path": "/x", "maxOpenFiles": "0"}, "maxOpenFiles: must be at least 1"),
+        ({"path": "/x", "maxOpenFiles": "all"}, "maxOpenFiles: expected an integer, got 'all'"),
     ],
 )
 def test_bad_options_name_what_is_wrong(options: dict[str, str], message: str) -> None:
     with pytest.raises(mc.ConfigError, match=message):
         WriteSettings.from_options(options, overwrite=False)
+
+
+def test_a_task_keeps_at_most_max_open_files_open(tmp_path: Path) -> None:
+    """Three partitions, interleaved over two batches, with one file open at a time: every row still lands once."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = make_writer(tmp_path / "out", partitionBy="p", maxOpenFiles="1")
+    committer = writer.settings.committer()
+    task = committer.setup_task(*task_ids(0, 0))
+    output = _TaskOutput(task, writer.settings, 0, 0)
+    batches = [pa.record_batch({"id": [0, 1, 2, 3], "p": ["a", "b", "c", "a"]}), pa.record_batch(
+        {"id": [4, 5, 6], "p": ["c", "b", "a"]})]  # fmt: skip
+    for batch in batches:
+        output.write(batch)
+        assert len(output._open) <= 1
+    output.close()
+    committer.commit_task(task, output.outputs)
+    committer.commit_job()
+    out = tmp_path / "out"
+    rows = {
+        (part.name, value)
+        for part in out.iterdir()
+        if part.is_dir() and not part.name.startswith("_")
+        for file in part.iterdir()
+        for value in pq.read_table(file).column("id").to_pylist()
+    }
+    assert rows == {("p=a", 0), ("p=a", 3), ("p=a", 6), ("p=b", 1), ("p=b", 5), ("p=c", 2), ("p=c", 4)}
+    # First batch: a (ids 0 and 3), b, c, each evicting the one before; the second batch goes on in c's open
+    # file, then starts new files for b and a.
+    assert len(output.files) == 5

@@ -271,3 +271,28 @@ def test_two_concurrent_appends_into_one_destination(spark: SparkSession, tmp_pa
     assert errors == []
     assert read_back(spark, out) == sorted(ROWS)
     assert_no_job_state(out)
+
+
+def partition_dirs(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_dir() and "_temporary" not in p.parts)
+
+
+def test_timestamp_and_date_partitions_match_spark_in_the_session_time_zone(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark names timestamp partitions in the session time zone; Arrow hands the writer the same local time."""
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        df = spark.sql(
+            "SELECT id, timestamp'2024-03-10 01:30:00.5' + make_interval(0, 0, 0, 0, id, 0, 0) AS ts, "
+            "date'2024-01-02' AS d FROM range(3)"
+        )
+        df.write.partitionBy("ts", "d").parquet(str(tmp_path / "spark"))
+        mcs.write(df, str(tmp_path / "ours"), partition_by=["ts", "d"])
+        assert partition_dirs(tmp_path / "ours") == partition_dirs(tmp_path / "spark")
+        assert "ts=2024-03-10 01%3A30%3A00.5" in partition_dirs(tmp_path / "ours")
+        ours = spark.read.parquet(str(tmp_path / "ours")).orderBy("id").collect()
+        assert ours == spark.read.parquet(str(tmp_path / "spark")).orderBy("id").collect()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous or "UTC")
