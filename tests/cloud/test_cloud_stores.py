@@ -9,6 +9,7 @@ import pytest
 import manifest_committer as mc
 from manifest_committer.store import (
     Fault,
+    FileStatus,
     StoreOperations,
     azure_operation_timed_out,
     azure_server_busy,
@@ -18,6 +19,7 @@ from manifest_committer.store import (
     open_store,
 )
 from manifest_committer.store.azure import AzureBlobStore
+from manifest_committer.store.faults import OPERATIONS
 from manifest_committer.store.gcs import GCSStore
 from tests.fixtures.committing import FAST, FaultCapture, run_task
 
@@ -164,6 +166,47 @@ def test_throttling_storm_on_renames_still_commits_everything(cloud_destination:
     store, root = committer.store, committer.paths.dest
     for relative, data in files.items():
         assert store.read_bytes(f"{root}/{relative}") == data
+
+
+def test_throttling_storm_on_every_store_call_still_commits_exactly(cloud_destination: str) -> None:
+    """30 % of every kind of store call of the job commit throttled (before taking effect): exact output, retries
+    counted in ``_SUCCESS``."""
+    make = azure_server_busy if cloud_destination.startswith("abfs://") else gcs_http_error(503)
+    capture = FaultCapture([Fault(operation, error=make, times=None, rate=0.3) for operation in OPERATIONS], seed=11)
+    config = mc.CommitterConfig(
+        io_threads=4, store_retry_attempts=30, store_retry_interval=0, save_retry_interval=0, manifest_save_attempts=30
+    )
+    committer = mc.ManifestCommitter(cloud_destination, f"job-{uuid.uuid4().hex[:6]}", config=config)
+    committer.setup_job()
+    files = {f"p={i % 4}/q={i % 3}/f{i}.bin": bytes([i]) * (i + 1) for i in range(24)}
+    for index in range(3):
+        chunk = dict(list(files.items())[index::3])
+        run_task(committer, f"task_{index:05d}", f"attempt_{index:05d}_0", chunk)
+    committer_with_faults = mc.ManifestCommitter(
+        cloud_destination, committer.job_id, config=config, store_wrapper=capture
+    )
+    summary = committer_with_faults.commit_job()
+    injected = sum(capture.injecting.injected.values())
+    assert injected >= 10
+    assert len(capture.injecting.injected) >= 4, f"only {sorted(capture.injecting.injected)} were throttled"
+    store, root = committer.store, committer.paths.dest
+    data = {
+        status.path[len(root) + 1 :]: store.read_bytes(status.path)
+        for status in _files_below(store, root)
+        if not status.path.endswith("/_SUCCESS")
+    }
+    assert data == files
+    success = mc.SuccessData.from_json(store.read_bytes(f"{root}/_SUCCESS"), "_SUCCESS")
+    assert success.success and success.iostatistics.counters["store_io_retry"] > 0
+    assert summary.iostatistics.counters["store_io_retry"] >= success.iostatistics.counters["store_io_retry"]
+    assert store.info(f"{root}/_temporary") is None
+
+
+def _files_below(store: StoreOperations, path: str) -> list[FileStatus]:
+    found: list[FileStatus] = []
+    for status in store.list_dir(path):
+        found.extend(_files_below(store, status.path) if status.is_dir else [status])
+    return found
 
 
 def test_backend_errors_are_classified() -> None:
