@@ -136,12 +136,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             entry_file.append(loaded.task_attempt_id, loaded.rows)
             for target in loaded.directories:
                 known = directories.get(target.path)
-                if known is None:
-                    directories[target.path] = target
-                elif _STATUS_PRECEDENCE[target.status] > _STATUS_PRECEDENCE[known.status] or (
-                    target.receives_files and not known.receives_files
-                ):
-                    directories[target.path] = _merged(known, target)
+                directories[target.path] = target if known is None else _merged(known, target)
             self.stats.merge(loaded.iostatistics)
             self.stats.add_sample(COMMITTER_TASK_MANIFEST_FILE_SIZE, loaded.size)
             result.task_ids.append(loaded.task_id)

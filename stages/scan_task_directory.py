@@ -81,11 +81,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             for child in reversed(subdirs):
                 name = _name(child)
                 child_dest = self.store.join(dest_dir, name)
-                status = EntryStatus.NOT_FOUND
-                if dest_exists:
-                    found = self.info(child_dest)
-                    if found is not None:
-                        status = EntryStatus.DIR if found.is_dir else EntryStatus.FILE
+                status = self._dest_status(child_dest, dest_exists)
                 directories.append(DirEntry(to_url(child_dest), status, depth + 1))
                 max_depth = max(max_depth, depth + 1)
                 stack.append((child.path, child_dest, depth + 1, status != EntryStatus.NOT_FOUND))
@@ -98,6 +94,15 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         self.stats.add_sample(COMMITTER_TASK_DIRECTORY_COUNT, len(directories))
         self.stats.add_sample(COMMITTER_TASK_DIRECTORY_DEPTH, max_depth)
         return ScanResult(files, directories)
+
+    def _dest_status(self, dest_dir: str, parent_exists: bool) -> EntryStatus:
+        """What the destination holds at ``dest_dir`` now; not probed below a parent that is missing."""
+        if not parent_exists:
+            return EntryStatus.NOT_FOUND
+        found = self.info(dest_dir)
+        if found is None:
+            return EntryStatus.NOT_FOUND
+        return EntryStatus.DIR if found.is_dir else EntryStatus.FILE
 
     def _missing_attempt_dir(self, task_attempt_id: str) -> JobStateError:
         root = self.store.to_url(self.paths.task_attempt_dir(task_attempt_id))
@@ -149,11 +154,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         existing: dict[str, bool] = {"": True}
         for relative in sorted(dest_dirs, key=lambda d: (d.count("/"), d)):
             dest_dir = self.store.join(self.paths.dest, relative)
-            status = EntryStatus.NOT_FOUND
-            if existing[relative.rpartition("/")[0]]:
-                found = self.info(dest_dir)
-                if found is not None:
-                    status = EntryStatus.DIR if found.is_dir else EntryStatus.FILE
+            status = self._dest_status(dest_dir, existing[relative.rpartition("/")[0]])
             existing[relative] = status != EntryStatus.NOT_FOUND
             directories.append(DirEntry(to_url(dest_dir), status, relative.count("/") + 1))
         max_depth = max((entry.level for entry in directories), default=0)

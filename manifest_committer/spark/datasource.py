@@ -258,12 +258,16 @@ class _TaskOutput:
         self.task = task
         self.settings = settings
         self.prefix = f"part-{partition_id:05d}-{settings.job_id.removeprefix('spark-')}-a{spark_task_attempt_id}"
-        self.files: list[str] = []
         self.outputs: dict[str, str] = {}
-        """File name in the attempt directory -> destination-relative path."""
+        """File name in the attempt directory -> destination-relative path, in the order the files were opened."""
         self.partitions: set[str] = set()
         self.rows = 0
         self._open: dict[str, _OpenFile] = {}
+
+    @property
+    def files(self) -> list[str]:
+        """Destination-relative paths of the files opened so far."""
+        return list(self.outputs.values())
 
     def write(self, batch: Any) -> None:
         import pyarrow as pa
@@ -297,7 +301,7 @@ class _TaskOutput:
     def _new_file(self, directory: str, schema: Any) -> _OpenFile:
         if len(self._open) >= self.settings.max_open_files:
             self._close(next(iter(self._open)))
-        name = f"{self.prefix}-c{len(self.files):03d}{self.settings.output_format.extension}"
+        name = f"{self.prefix}-c{len(self.outputs):03d}{self.settings.output_format.extension}"
         relative = f"{directory}/{name}" if directory else name
         handle = self.task.fs.open(f"{self.task.work_path}/{name}", "wb")
         try:
@@ -306,7 +310,6 @@ class _TaskOutput:
             handle.close()
             raise
         opened = _OpenFile(relative, handle, writer)
-        self.files.append(relative)
         self.outputs[name] = relative
         if directory:
             self.partitions.add(directory)

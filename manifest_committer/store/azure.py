@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
-from .operations import AUTH_STATUS_CODES, FileStatus, StoreCapabilities, StoreOperations
+from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, StoreOperations
 from .transient import caused_by_transient, is_transient_azure, status_code
 
 log = logging.getLogger(__name__)
@@ -81,12 +81,7 @@ def _if_not_modified() -> Any:
 class AzureBlobStore(StoreOperations):
     """Azure Blob Storage (flat namespace) via adlfs; ``rename_file`` is conditional copy + delete."""
 
-    capabilities = StoreCapabilities(
-        atomic_rename=False,
-        etags_preserved_in_rename=False,
-        real_directories=False,
-        checksums_preserved_in_rename=True,
-    )
+    capabilities = COPY_THEN_DELETE_OBJECT_STORE
 
     def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)

@@ -32,7 +32,7 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # before gc
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
-from .operations import AUTH_STATUS_CODES, FileStatus, StoreCapabilities, StoreOperations
+from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, StoreOperations
 from .transient import caused_by_transient, is_transient_gcs, status_code
 
 log = logging.getLogger(__name__)
@@ -55,12 +55,7 @@ def without_client_retries(fs: Any) -> Any:
 class GCSStore(StoreOperations):
     """Google Cloud Storage (flat buckets) via gcsfs; ``rename_file`` is a conditional rewrite + delete."""
 
-    capabilities = StoreCapabilities(
-        atomic_rename=False,
-        etags_preserved_in_rename=False,
-        real_directories=False,
-        checksums_preserved_in_rename=True,
-    )
+    capabilities = COPY_THEN_DELETE_OBJECT_STORE
 
     def __init__(self, fs: Any, scheme: str = "gs", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)

@@ -54,6 +54,13 @@ class StoreCapabilities:
     destination can be proved to be a copy of a source by comparing the two."""
 
 
+COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
+    atomic_rename=False, etags_preserved_in_rename=False, real_directories=False, checksums_preserved_in_rename=True
+)
+"""A flat object store whose rename is a server-side copy, then a delete, keeping the content checksum (Azure
+Blob Storage, GCS)."""
+
+
 class StoreOperations:
     """Store calls with precise promises, bound to one fsspec filesystem.
 

@@ -9,7 +9,6 @@ import pytest
 import manifest_committer as mc
 from manifest_committer.store import (
     Fault,
-    FileStatus,
     StoreOperations,
     azure_operation_timed_out,
     azure_server_busy,
@@ -21,7 +20,7 @@ from manifest_committer.store import (
 from manifest_committer.store.azure import AzureBlobStore
 from manifest_committer.store.faults import OPERATIONS
 from manifest_committer.store.gcs import GCSStore
-from tests.fixtures.committing import FAST, FaultCapture, run_task
+from tests.fixtures.committing import FAST, FaultCapture, output, run_task
 
 
 def _store(cloud_destination: str) -> tuple[StoreOperations, str]:
@@ -190,23 +189,11 @@ def test_throttling_storm_on_every_store_call_still_commits_exactly(cloud_destin
     assert injected >= 10
     assert len(capture.injecting.injected) >= 4, f"only {sorted(capture.injecting.injected)} were throttled"
     store, root = committer.store, committer.paths.dest
-    data = {
-        status.path[len(root) + 1 :]: store.read_bytes(status.path)
-        for status in _files_below(store, root)
-        if not status.path.endswith("/_SUCCESS")
-    }
-    assert data == files
+    assert output(committer) == files
     success = mc.SuccessData.from_json(store.read_bytes(f"{root}/_SUCCESS"), "_SUCCESS")
     assert success.success and success.iostatistics.counters["store_io_retry"] > 0
     assert summary.iostatistics.counters["store_io_retry"] >= success.iostatistics.counters["store_io_retry"]
     assert store.info(f"{root}/_temporary") is None
-
-
-def _files_below(store: StoreOperations, path: str) -> list[FileStatus]:
-    found: list[FileStatus] = []
-    for status in store.list_dir(path):
-        found.extend(_files_below(store, status.path) if status.is_dir else [status])
-    return found
 
 
 def test_backend_errors_are_classified() -> None:
