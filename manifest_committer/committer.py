@@ -112,6 +112,7 @@ class ManifestCommitter:
             pool=pool,
             job_id_source=self.job_id_source,
             task_attempt_id=task_attempt_id,
+            storage_options=self.storage_options,
         )
 
     def _limited_store(self, stats: StatisticsStore) -> StoreOperations:

@@ -13,20 +13,30 @@ import struct
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Self
+from typing import NamedTuple, Self
 
 import orjson
 
 _LENGTH = struct.Struct("<I")
 
-Row = tuple[str, str, int, str | None, str]
-"""(source path, dest path, size, etag, dest URL) of one file to commit."""
+
+class FileToCommit(NamedTuple):
+    """One file of a job commit: where it is, where it goes, and what the manifest says of it."""
+
+    source: str
+    """Store path in the task attempt directory."""
+    dest: str
+    """Store path in the destination."""
+    size: int
+    etag: str | None
+    dest_url: str
+    """The destination as the manifest wrote it (percent-encoded), for messages and ``_SUCCESS``."""
 
 
 @dataclass(frozen=True, slots=True)
 class EntryChunk:
     task_attempt_id: str
-    rows: list[Row]
+    rows: list[FileToCommit]
 
 
 class EntryFile:
@@ -38,12 +48,12 @@ class EntryFile:
         self.file_count = 0
         self.total_size = 0
 
-    def append(self, task_attempt_id: str, rows: list[Row]) -> None:
-        data = orjson.dumps([task_attempt_id, rows])
+    def append(self, task_attempt_id: str, rows: list[FileToCommit]) -> None:
+        data = orjson.dumps([task_attempt_id, rows], default=tuple)  # a NamedTuple is written as its fields
         self._writer.write(_LENGTH.pack(len(data)))
         self._writer.write(data)
         self.file_count += len(rows)
-        self.total_size += sum(row[2] for row in rows)
+        self.total_size += sum(row.size for row in rows)
 
     def chunks(self) -> Iterator[EntryChunk]:
         """Every chunk in the order written."""
@@ -52,11 +62,12 @@ class EntryFile:
             while header := reader.read(_LENGTH.size):
                 (length,) = _LENGTH.unpack(header)
                 task_attempt_id, rows = orjson.loads(reader.read(length))
-                yield EntryChunk(task_attempt_id, [tuple(row) for row in rows])
+                make = FileToCommit._make
+                yield EntryChunk(task_attempt_id, [make(row) for row in rows])
 
-    def batches(self, batch_size: int) -> Iterator[list[Row]]:
+    def batches(self, batch_size: int) -> Iterator[list[FileToCommit]]:
         """Rows regrouped into lists of at most ``batch_size``, the unit of parallel work."""
-        pending: list[Row] = []
+        pending: list[FileToCommit] = []
         for chunk in self.chunks():
             for row in chunk.rows:
                 pending.append(row)

@@ -11,6 +11,8 @@ from .manifest import MANIFEST_SUFFIX, TEMP_SUFFIX
 from .success_data import SUCCESS_MARKER
 
 TEMPORARY_DIR = "_temporary"
+COMMIT_STARTED_MARKER = "commit-started"
+COMMIT_FINISHED_MARKER = "commit-finished"
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*\Z")
 
 
@@ -61,6 +63,17 @@ class JobPaths:
     @property
     def temp_success_path(self) -> str:
         return posixpath.join(self.job_attempt_dir, SUCCESS_MARKER + TEMP_SUFFIX)
+
+    @property
+    def commit_started_path(self) -> str:
+        """Written before a job commit first changes the destination, so abort knows there may be work to undo."""
+        return posixpath.join(self.job_attempt_dir, COMMIT_STARTED_MARKER)
+
+    @property
+    def commit_finished_path(self) -> str:
+        """Written once the output is complete (and ``_SUCCESS`` saved), so abort never reverts a committed job,
+        even without ``_SUCCESS`` or after another job replaced it."""
+        return posixpath.join(self.job_attempt_dir, COMMIT_FINISHED_MARKER)
 
     def task_attempt_dir(self, task_attempt_id: str) -> str:
         return posixpath.join(self.task_attempts_dir, task_attempt_id)

@@ -1,4 +1,8 @@
-"""Retry policies (tenacity), built once per committer call and applied inside each unit of work."""
+"""Retry policies (tenacity), built once per committer call and applied inside each unit of work.
+
+One store call gets one policy: callers never wrap a retried call in another retry, so the number of attempts
+a user configured is the number the store sees.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,23 @@ from .statistic_names import STORE_IO_RETRY
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+DEFINITE_ERRORS: tuple[type[BaseException], ...] = (
+    PermissionError,
+    FileNotFoundError,
+    FileExistsError,
+    IsADirectoryError,
+    NotADirectoryError,
+)
+"""Answers, not accidents: retrying them repeats the same answer (and a ``PermissionError`` ten times over)."""
+
+
+def describe_error(error: BaseException | None) -> str:
+    """``Type: message``; some errors (asyncio timeouts) stringify to "", which alone would say nothing."""
+    if error is None:
+        return "no error"
+    text = str(error).splitlines()[0] if str(error) else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 class RetryPolicy:
@@ -33,13 +54,6 @@ class RetryPolicy:
         self.attempts = attempts
         self._stats = stats
         self._statistic = statistic
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            if self._stats is not None:
-                self._stats.increment(self._statistic)
-            error = state.outcome.exception() if state.outcome else None
-            log.warning("Attempt %d failed, retrying: %s", state.attempt_number, error)
-
         stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
         if max_time > 0:
             stop = stop | tenacity.stop_before_delay(max_time)
@@ -47,10 +61,27 @@ class RetryPolicy:
             stop=stop,
             wait=tenacity.wait_exponential_jitter(multiplier=initial_wait, max=max_wait, jitter=initial_wait),
             retry=tenacity.retry_if_exception(is_retryable),
-            before_sleep=before_sleep,
             reraise=True,
         )
 
-    def call(self, function: Callable[[], T]) -> T:
-        """Run ``function`` until it succeeds, fails with a non-retryable error, or attempts run out."""
-        return self._retrying.copy()(function)
+    def call(self, function: Callable[[], T], what: str = "store call") -> T:
+        """Run ``function`` until it succeeds, fails with a non-retryable error, or attempts run out.
+
+        ``what`` names the operation and path in the warning logged before each retry.
+        """
+
+        def before_sleep(state: tenacity.RetryCallState) -> None:
+            if self._stats is not None:
+                self._stats.increment(self._statistic)
+            error = state.outcome.exception() if state.outcome else None
+            wait = state.next_action.sleep if state.next_action else 0.0
+            log.warning(
+                "%s failed (attempt %d of %d), retrying in %.2f s: %s",
+                what,
+                state.attempt_number,
+                self.attempts,
+                wait,
+                describe_error(error),
+            )
+
+        return self._retrying.copy(before_sleep=before_sleep)(function)

@@ -55,3 +55,5 @@ OP_LOAD_ALL_MANIFESTS = "op_load_all_manifests"
 OP_RENAME = "op_rename"
 OP_SAVE_FILE = "op_save_file"
 OP_COPY_FILE = "op_copy_file"
+# Not in Hadoop: reads of small state files (a previous _SUCCESS, commit markers).
+OP_LOAD_FILE = "op_load_file"

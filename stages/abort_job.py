@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import logging
-import posixpath
 from dataclasses import dataclass
 
-from ..entry_file import Row
+from ..entry_file import FileToCommit
 from ..errors import ManifestError
 from ..manifest import EntryStatus
 from ..parallel import run_bounded
-from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE
+from ..statistic_names import JOB_STAGE_ABORT
 from ..success_data import SuccessData
 from .base import Stage
 from .cleanup import CleanupArguments, CleanupResult, CleanupStage
-from .commit_job import COMMIT_FINISHED_MARKER, COMMIT_STARTED_MARKER
 from .load_manifests import LoadManifestsArguments, LoadManifestsStage
 
 log = logging.getLogger(__name__)
@@ -47,28 +45,20 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
 
     def execute(self, arguments: AbortJobArguments) -> AbortJobResult:
         reverted = removed = 0
-        marker = posixpath.join(self.paths.job_attempt_dir, COMMIT_STARTED_MARKER)
-        if self.info(marker) is not None and not self._committed():
+        if self.info(self.paths.commit_started_path) is not None and not self._committed():
             reverted, removed = self._revert(arguments)
-        cleanup = CleanupStage(self.context).apply(
-            CleanupArguments(
-                enabled=not self.config.cleanup_skipped,
-                parallel=self.config.cleanup_parallel_delete,
-                base_first=self.config.cleanup_parallel_delete_base_first,
-                suppress_errors=True,
-            )
-        )
+        cleanup = CleanupStage(self.context).apply(CleanupArguments.from_config(self.config, suppress_errors=True))
         self.context.active_stage = self.name
         return AbortJobResult(reverted, removed, cleanup)
 
     def _committed(self) -> bool:
-        if self.info(posixpath.join(self.paths.job_attempt_dir, COMMIT_FINISHED_MARKER)) is not None:
+        if self.info(self.paths.commit_finished_path) is not None:
             return True
         if self.info(self.paths.success_path) is None:
             return False
         try:
             success = SuccessData.from_json(
-                self.store.read_bytes(self.paths.success_path), self.store.to_url(self.paths.success_path)
+                self.read_bytes(self.paths.success_path), self.to_url(self.paths.success_path)
             )
         except ManifestError:
             return False
@@ -98,7 +88,7 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         removed = 0
         made_by_job = [d for d in loaded.directories if d.status != EntryStatus.DIR]
         for directory in sorted(made_by_job, key=lambda d: -d.level):
-            if self.store.remove_empty_dir(directory.path):
+            if self.remove_empty_dir(directory.path):
                 removed += 1
         log.info(
             "%s: reverted %d files and %d directories of job %s",
@@ -109,13 +99,13 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         )
         return reverted, removed
 
-    def _revert_batch(self, rows: list[Row]) -> int:
+    def _revert_batch(self, rows: list[FileToCommit]) -> int:
         count = 0
         for source, dest, size, etag, dest_url in rows:
-            if self.store.info(source) is not None:
+            if self.info(source) is not None:
                 continue  # never moved
-            if self.holds_entry(self.store.info(dest), size, etag):
-                self.call(OP_DELETE, lambda d=dest: self.store.delete_file(d))  # type: ignore[misc]
+            if self.holds_entry(self.info(dest), size, etag):
+                self.delete_file(dest)
                 log.debug("Reverted %s", dest_url)
                 count += 1
         return count

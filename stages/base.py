@@ -9,15 +9,25 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..config import CommitterConfig
 from ..errors import JobStateError
 from ..iostatistics import StatisticsStore
 from ..paths import JobPaths
-from ..retry import RetryPolicy
-from ..statistic_names import COMMIT_FILE_RENAME, OP_DELETE, OP_DELETE_DIR, OP_GET_FILE_STATUS, OP_SAVE_FILE
-from ..store import FileStatus, StoreOperations
+from ..retry import DEFINITE_ERRORS, RetryPolicy
+from ..statistic_names import (
+    COMMIT_FILE_RENAME,
+    OP_DELETE,
+    OP_DELETE_DIR,
+    OP_GET_FILE_STATUS,
+    OP_LIST_STATUS,
+    OP_LOAD_FILE,
+    OP_MKDIRS,
+    OP_RENAME,
+    OP_SAVE_FILE,
+)
+from ..store import FileStatus, StoreCapabilities, StoreOperations
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +38,10 @@ T = TypeVar("T")
 
 @dataclass
 class StageContext:
-    """Runtime state shared by the stages of one committer call; never pickled (the config is what travels)."""
+    """Runtime state shared by the stages of one committer call; never pickled (the config is what travels).
+
+    ``store`` is handed to the stage base only: stages reach the store through the base's gated calls.
+    """
 
     config: CommitterConfig
     store: StoreOperations
@@ -37,6 +50,8 @@ class StageContext:
     pool: Executor | None = None
     job_id_source: str = "JobID"
     task_attempt_id: str | None = None
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    """The destination's options, for the few stores a stage opens beside it (diagnostics copies)."""
     active_stage: str = ""
     store_retry: RetryPolicy = field(init=False)
     save_retry: RetryPolicy = field(init=False)
@@ -50,11 +65,19 @@ class StageContext:
             max_wait=self.config.store_retry_max_wait,
             max_time=self.config.store_retry_max_time,
         )
+        # A save is retried as a whole (write the temp file, rename it into place) up to manifest.save.attempts
+        # times; the calls inside are tried once each, so the attempts do not multiply.
         self.save_retry = RetryPolicy(
             attempts=self.config.manifest_save_attempts,
             initial_wait=self.config.save_retry_interval,
-            is_retryable=lambda error: isinstance(error, OSError) or self.store.is_transient(error),
+            is_retryable=self._save_may_succeed_later,
+            stats=self.stats,
         )
+
+    def _save_may_succeed_later(self, error: BaseException) -> bool:
+        if self.store.is_transient(error):
+            return True
+        return isinstance(error, OSError) and not isinstance(error, DEFINITE_ERRORS)
 
     @property
     def max_in_flight(self) -> int:
@@ -76,7 +99,7 @@ class Stage(ABC, Generic[ArgT, ResultT]):
 
     def __init__(self, context: StageContext) -> None:
         self.context = context
-        self.store = context.store
+        self._store = context.store  # private: every call goes through the gated methods below (STYLE 2b)
         self.paths = context.paths
         self.config = context.config
         self.stats = context.stats
@@ -100,24 +123,77 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def execute(self, arguments: ArgT) -> ResultT:
         """The stage's own work."""
 
-    # --- store calls, timed under Hadoop's op_* names and retried when transient ----------------------------
+    # --- what the store says about paths, without calling it ---------------------------------------------------
 
-    def call(self, statistic: str, function: Callable[[], T]) -> T:
-        """A store call timed as ``statistic``; transient errors are retried inside the timing."""
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        return self._store.capabilities
+
+    def to_url(self, path: str) -> str:
+        """The percent-encoded URL of a store path, as manifests, ``_SUCCESS`` and error messages give it."""
+        return self._store.to_url(path)
+
+    def from_url(self, url: str) -> str:
+        """The store path of a URL; ``ValueError`` for a URL of another store."""
+        return self._store.from_url(url)
+
+    def is_transient(self, error: BaseException) -> bool:
+        return self._store.is_transient(error)
+
+    def is_auth_error(self, error: BaseException) -> bool:
+        return self._store.is_auth_error(error)
+
+    def same_content(self, first: FileStatus, second: FileStatus) -> bool:
+        return self._store.same_content(first, second)
+
+    # --- the gate: every store call, timed under Hadoop's op_* names and retried when transient -----------------
+
+    def call(self, statistic: str, function: Callable[[], T], path: str = "", *, retry: bool = True) -> T:
+        """A store call timed as ``statistic``; transient errors are retried inside the timing.
+
+        ``retry=False`` for a call inside a unit that is itself retried as a whole (a save, a rename settled
+        from evidence), so that one policy governs each call. ``path`` names it in retry warnings.
+        """
         with self.stats.track(statistic):
-            return self.context.store_retry.call(function)
+            if not retry:
+                return function()
+            return self.context.store_retry.call(function, f"{statistic} {path}".rstrip())
 
-    def info(self, path: str) -> FileStatus | None:
-        return self.call(OP_GET_FILE_STATUS, lambda: self.store.info(path))
+    def info(self, path: str, *, retry: bool = True) -> FileStatus | None:
+        return self.call(OP_GET_FILE_STATUS, lambda: self._store.info(path), path, retry=retry)
 
-    def delete_file(self, path: str) -> bool:
-        return self.call(OP_DELETE, lambda: self.store.delete_file(path))
+    def list_dir(self, path: str) -> list[FileStatus]:
+        return self.call(OP_LIST_STATUS, lambda: self._store.list_dir(path), path)
 
-    def delete_dir(self, path: str) -> bool:
-        return self.call(OP_DELETE_DIR, lambda: self.store.delete_dir(path))
+    def mkdirs(self, path: str) -> None:
+        self.call(OP_MKDIRS, lambda: self._store.mkdirs(path), path)
+
+    def read_bytes(self, path: str, statistic: str = OP_LOAD_FILE) -> bytes:
+        return self.call(statistic, lambda: self._store.read_bytes(path), path)
+
+    def write_bytes(self, path: str, data: bytes, *, retry: bool = True) -> None:
+        self.call(OP_SAVE_FILE, lambda: self._store.write_bytes(path, data), path, retry=retry)
+
+    def rename_file(self, source: str, dest: str, *, retry: bool = True) -> None:
+        """Rename that never overwrites (the store's promise); ``FileExistsError`` if ``dest`` is taken."""
+        self.call(OP_RENAME, lambda: self._store.rename_file(source, dest), dest, retry=retry)
+
+    def rename_file_fast(self, source: str, dest: str) -> None:
+        """One untimed, unretried rename attempt: the hot loop of a job commit, which times its renames in a
+        per-batch accumulator and settles any error in its slow path through the calls above."""
+        self._store.rename_file(source, dest)
+
+    def delete_file(self, path: str, *, retry: bool = True) -> bool:
+        return self.call(OP_DELETE, lambda: self._store.delete_file(path), path, retry=retry)
+
+    def delete_dir(self, path: str, *, retry: bool = True) -> bool:
+        return self.call(OP_DELETE_DIR, lambda: self._store.delete_dir(path), path, retry=retry)
+
+    def remove_empty_dir(self, path: str) -> bool:
+        return self.call(OP_DELETE_DIR, lambda: self._store.remove_empty_dir(path), path)
 
     def save_file_atomically(self, make_bytes: Callable[[], bytes], temp: str, final: str, statistic: str) -> None:
-        """Write ``temp``, then rename it over ``final``, retried up to ``manifest.save.attempts`` times.
+        """Write ``temp``, then rename it over ``final``, retried as a whole up to ``manifest.save.attempts`` times.
 
         ``make_bytes`` is called on every attempt so the saved document counts earlier failed attempts.
         Any file at ``final`` is replaced: the last attempt to save wins, as in Hadoop.
@@ -126,18 +202,18 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         def attempt() -> None:
             with self.stats.track(statistic):
                 data = make_bytes()
-                self.delete_dir(temp)  # a leftover file or even a directory at temp
-                self.call(OP_SAVE_FILE, lambda: self.store.write_bytes(temp, data))
+                self.delete_dir(temp, retry=False)  # a leftover file or even a directory at temp
+                self.write_bytes(temp, data, retry=False)
                 with self.stats.track(COMMIT_FILE_RENAME):
-                    self.store.delete_file(final)
-                    self.store.rename_file(temp, final)
+                    self.delete_file(final, retry=False)
+                    self.rename_file(temp, final, retry=False)
 
-        self.context.save_retry.call(attempt)
+        self.context.save_retry.call(attempt, f"{statistic} {final}")
 
     def holds_entry(self, found: FileStatus | None, size: int, etag: str | None) -> bool:
         """Does a destination hold the manifest's file: same size, and same etag where the store keeps one?"""
         if found is None or found.is_dir or found.size != size:
             return False
-        if etag is not None and found.etag is not None and self.store.capabilities.etags_preserved_in_rename:
+        if etag is not None and found.etag is not None and self.capabilities.etags_preserved_in_rename:
             return found.etag == etag
         return True

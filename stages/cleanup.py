@@ -6,8 +6,9 @@ import enum
 import logging
 from dataclasses import dataclass
 
+from ..config import CommitterConfig
 from ..parallel import run_bounded
-from ..statistic_names import JOB_STAGE_CLEANUP, OP_LIST_STATUS
+from ..statistic_names import JOB_STAGE_CLEANUP
 from .base import Stage
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,16 @@ class CleanupArguments:
     parallel: bool = True
     base_first: bool = False
     suppress_errors: bool = False
+
+    @classmethod
+    def from_config(cls, config: CommitterConfig, *, suppress_errors: bool) -> CleanupArguments:
+        """Hadoop's ``cleanup.*`` keys, and whether a failure is only logged."""
+        return cls(
+            enabled=not config.cleanup_skipped,
+            parallel=config.cleanup_parallel_delete,
+            base_first=config.cleanup_parallel_delete_base_first,
+            suppress_errors=suppress_errors,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,17 +83,17 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
                 calls += 1
                 self.delete_dir(job_dir)
             # Last job out turns off the light: remove _temporary only if nothing else is in it.
-            self.store.remove_empty_dir(self.paths.temporary_dir)
+            self.remove_empty_dir(self.paths.temporary_dir)
         except Exception as failure:
             outcome, error = CleanupOutcome.FAILURE, failure
-            log.warning("%s: cleanup of %s failed: %s", self.name, self.store.to_url(job_dir), failure)
+            log.warning("%s: cleanup of %s failed: %s", self.name, self.to_url(job_dir), failure)
             if not arguments.suppress_errors:
                 raise
         return CleanupResult(outcome, calls, error)
 
     def _delete_task_attempts_in_parallel(self) -> int:
         try:
-            attempts = self.call(OP_LIST_STATUS, lambda: self.store.list_dir(self.paths.task_attempts_dir))
+            attempts = self.list_dir(self.paths.task_attempts_dir)
         except FileNotFoundError:
             return 0
         directories = [status.path for status in attempts if status.is_dir]

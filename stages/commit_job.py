@@ -7,6 +7,8 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import fsspec
+
 from ..errors import ManifestError
 from ..parallel import run_bounded
 from ..statistic_names import (
@@ -28,14 +30,6 @@ from .save_success import SaveSuccessArguments, SaveSuccessStage
 from .validate_output import ValidateOutputArguments, ValidateOutputStage
 
 log = logging.getLogger(__name__)
-
-COMMIT_STARTED_MARKER = "commit-started"
-"""Written in the job attempt directory before the first change to the destination, so abort knows
-whether there is anything to revert."""
-
-COMMIT_FINISHED_MARKER = "commit-finished"
-"""Written in the job attempt directory once the output is complete (and ``_SUCCESS`` saved), so abort never
-reverts a committed job, even without ``_SUCCESS`` or after another job replaced it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +68,7 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
             LoadManifestsArguments(arguments.spill_directory, arguments.accepted_attempts)
         )
         with loaded.entry_file:
-            self.store.write_bytes(posixpath.join(self.paths.job_attempt_dir, COMMIT_STARTED_MARKER), b"")
+            self.write_bytes(self.paths.commit_started_path, b"")
             CreateDirectoriesStage(self.context).apply(CreateDirectoriesArguments(loaded.directories))
             renamed = RenameFilesStage(self.context).apply(RenameFilesArguments(loaded.entry_file))
             self._set_job_counters(loaded, renamed)
@@ -90,16 +84,10 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         success.iostatistics = self.stats.snapshot()
         if self.config.mark_successful_jobs:
             SaveSuccessStage(self.context).apply(SaveSuccessArguments(success))
-        finished_marker = posixpath.join(self.paths.job_attempt_dir, COMMIT_FINISHED_MARKER)
-        self.call(OP_SAVE_FILE, lambda: self.store.write_bytes(finished_marker, b""))
+        self.write_bytes(self.paths.commit_finished_path, b"")
 
         cleanup = CleanupStage(self.context).apply(
-            CleanupArguments(
-                enabled=not self.config.cleanup_skipped,
-                parallel=self.config.cleanup_parallel_delete,
-                base_first=self.config.cleanup_parallel_delete_base_first,
-                suppress_errors=self.config.cleanup_failures_ignored,
-            )
+            CleanupArguments.from_config(self.config, suppress_errors=self.config.cleanup_failures_ignored)
         )
         self.context.active_stage = self.name
         return CommitJobResult(success, loaded.manifest_count, renamed.files_committed, cleanup)
@@ -116,9 +104,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
             return None
         if self.info(self.paths.success_path) is None:
             return None
-        url = self.store.to_url(self.paths.success_path)
+        url = self.to_url(self.paths.success_path)
         try:
-            success = SuccessData.from_json(self.store.read_bytes(self.paths.success_path), url)
+            success = SuccessData.from_json(self.read_bytes(self.paths.success_path), url)
         except ManifestError:
             return None
         if success.success and success.job_id == self.paths.job_id:
@@ -132,15 +120,20 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         A failure is logged and ignored: diagnostics must never fail a job.
         """
         try:
-            target_store, target_root = open_store(directory)
+            dest_scheme = self.to_url(self.paths.dest).split(":", 1)[0]
+            same_store = (fsspec.core.split_protocol(directory)[0] or "file") == dest_scheme
+            target_store, target_root = open_store(directory, self.context.storage_options if same_store else None)
             target = posixpath.join(target_root, self.paths.job_id)
-            manifests = [s.path for s in self.store.list_dir(self.paths.manifest_dir) if not s.is_dir]
+            manifests = [s.path for s in self.list_dir(self.paths.manifest_dir) if not s.is_dir]
 
             def copy(path: str) -> None:
-                with self.stats.track(OP_COPY_FILE):
-                    data = self.store.read_bytes(path)
-                with self.stats.track(OP_SAVE_FILE):
-                    target_store.write_bytes(posixpath.join(target, posixpath.basename(path)), data)
+                data = self.read_bytes(path, OP_COPY_FILE)
+                # Another store, outside the job's gate: its own call, timed, retried by the job's policy.
+                self.call(
+                    OP_SAVE_FILE,
+                    lambda: target_store.write_bytes(posixpath.join(target, posixpath.basename(path)), data),
+                    path,
+                )
 
             run_bounded(self.context.pool, manifests, copy, max_in_flight=self.context.max_in_flight)
             return target_store.to_url(target)

@@ -40,7 +40,7 @@ class CommitTaskStage(Stage[CommitTaskArguments, CommitTaskResult]):
     def execute(self, arguments: CommitTaskArguments) -> CommitTaskResult:
         scan = ScanTaskDirectoryStage(self.context).apply(ScanArguments(arguments.task_attempt_id, arguments.outputs))
         self.stats.increment(COMMITTER_TASKS_COMPLETED)
-        attempt_dir = self.store.to_url(self.paths.task_attempt_dir(arguments.task_attempt_id))
+        attempt_dir = self.to_url(self.paths.task_attempt_dir(arguments.task_attempt_id))
 
         def build_manifest() -> TaskManifest:
             return TaskManifest(

@@ -15,11 +15,10 @@ from ..statistic_names import (
     OP_CREATE_DIRECTORIES,
     OP_DELETE_FILE_UNDER_DESTINATION,
     OP_MKDIR_RETURNED_FALSE,
-    OP_MKDIRS,
     OP_PREPARE_DIR_ANCESTORS,
 )
 from .base import Stage
-from .load_manifests import TargetDirectory
+from .job_types import TargetDirectory
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         parents = {posixpath.dirname(d.path) for d in directories}
         leaves = [d for d in directories if d.path not in parents and d.status != EntryStatus.DIR]
         files_in_the_way = [d.path for d in directories if d.status == EntryStatus.FILE]
-        if not self.store.capabilities.real_directories:
+        if not self.capabilities.real_directories:
             # Nothing here stops a file at a directory's place (or above it): probe every directory once.
             files_in_the_way = self._with_ancestors(d.path for d in directories)
             leaves = [d for d in leaves if not d.receives_files]
@@ -86,22 +85,22 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
     def _delete_file_in_the_way(self, path: str) -> None:
         status = self.info(path)
         if status is not None and not status.is_dir:
-            log.info("Deleting file %s where the job needs a directory", self.store.to_url(path))
+            log.info("Deleting file %s where the job needs a directory", self.to_url(path))
             self.delete_file(path)
 
     def _create_leaf(self, leaf: TargetDirectory) -> str:
         try:
-            self.call(OP_MKDIRS, lambda: self.store.mkdirs(leaf.path))
+            self.mkdirs(leaf.path)
             return leaf.path
         except FileExistsError:
             self.stats.increment(OP_MKDIR_RETURNED_FALSE)
         blocker = self._file_in_the_way(leaf.path)
         if blocker is None:
-            raise OutputConflictError(f"{self.store.to_url(leaf.path)}: cannot create directory")
+            raise OutputConflictError(f"{self.to_url(leaf.path)}: cannot create directory")
         with self.stats.track(OP_DELETE_FILE_UNDER_DESTINATION):
-            log.info("Deleting file %s where the job needs a directory", self.store.to_url(blocker))
-            self.store.delete_file(blocker)
-        self.call(OP_MKDIRS, lambda: self.store.mkdirs(leaf.path))
+            log.info("Deleting file %s where the job needs a directory", self.to_url(blocker))
+            self.delete_file(blocker)
+        self.mkdirs(leaf.path)
         return leaf.path
 
     def _file_in_the_way(self, path: str) -> str | None:

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..entry_file import EntryFile, Row
+from ..entry_file import EntryFile, FileToCommit
 from ..errors import DuplicateDestinationError, JobStateError, ManifestError
 from ..iostatistics import IOStatisticsSnapshot
 from ..manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
@@ -15,13 +15,13 @@ from ..paths import TEMPORARY_DIR
 from ..statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
     JOB_STAGE_LOAD_MANIFESTS,
-    OP_LIST_STATUS,
     OP_LOAD_ALL_MANIFESTS,
     OP_LOAD_MANIFEST,
 )
 from ..store import FileStatus
 from ..urls import has_relative_segments
 from .base import Stage
+from .job_types import TargetDirectory
 
 log = logging.getLogger(__name__)
 
@@ -34,18 +34,6 @@ _STATUS_PRECEDENCE = {
     EntryStatus.NOT_FOUND: 1,
     EntryStatus.FILE: 2,
 }
-
-
-@dataclass(frozen=True, slots=True)
-class TargetDirectory:
-    """A destination directory the job's files go into."""
-
-    path: str
-    level: int
-    status: EntryStatus
-    receives_files: bool = False
-    """A file of the job goes directly into it. Only worked out on stores without real directories, where such a
-    directory comes into being with its first file and needs no marker of its own."""
 
 
 def _merged(known: TargetDirectory, seen: TargetDirectory) -> TargetDirectory:
@@ -91,7 +79,7 @@ class _LoadedManifest:
     task_id: str
     task_attempt_id: str
     manifest_url: str
-    rows: list[Row]
+    rows: list[FileToCommit]
     directories: list[TargetDirectory]
     iostatistics: IOStatisticsSnapshot
     size: int
@@ -112,10 +100,10 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
     def execute(self, arguments: LoadManifestsArguments) -> LoadManifestsResult:
         manifest_dir = self.paths.manifest_dir
         try:
-            listing = self.call(OP_LIST_STATUS, lambda: self.store.list_dir(manifest_dir))
+            listing = self.list_dir(manifest_dir)
         except FileNotFoundError:
             raise JobStateError(
-                f"{self.store.to_url(manifest_dir)}: no manifest directory: job {self.paths.job_id} was never set "
+                f"{self.to_url(manifest_dir)}: no manifest directory: job {self.paths.job_id} was never set "
                 "up, or was already committed or aborted"
             ) from None
         manifests = sorted((s for s in listing if s.path.rstrip("/").endswith(MANIFEST_SUFFIX)), key=lambda s: s.path)
@@ -129,7 +117,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
 
         def absorb(loaded: _LoadedManifest) -> None:
             for row in loaded.rows:
-                key = hash(row[1])
+                key = hash(row.dest)
                 if key in dest_hashes:
                     self._confirm_duplicate(entry_file, loaded, row)
                 dest_hashes.add(key)
@@ -144,7 +132,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             result.manifest_bytes += loaded.size
 
         # Where a read takes microseconds, loading is JSON parsing under the GIL: threads would only contend.
-        pool = None if self.store.capabilities.microsecond_calls else self.context.pool
+        pool = None if self.capabilities.microsecond_calls else self.context.pool
         try:
             with self.stats.track(OP_LOAD_ALL_MANIFESTS):
                 run_bounded(
@@ -170,12 +158,10 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         return result
 
     def _load_one(self, status: FileStatus) -> _LoadedManifest:
-        store = self.store
-        url = store.to_url(status.path)
+        url = self.to_url(status.path)
         if status.is_dir or status.size == 0:
             raise ManifestError(f"{url}: not a valid manifest file: {'a directory' if status.is_dir else 'empty'}")
-        with self.stats.track(OP_LOAD_MANIFEST):
-            data = self.context.store_retry.call(lambda: store.read_bytes(status.path))
+        data = self.read_bytes(status.path, OP_LOAD_MANIFEST)
         manifest = TaskManifest.from_json(data, url)
         self._check_identity(manifest, status.path, url)
         if self._accepted is not None and self._accepted[manifest.task_id] != manifest.task_attempt_id:
@@ -202,7 +188,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         missing = sorted(task for task in accepted if task not in by_task)
         if missing:
             raise ManifestError(
-                f"{self.store.to_url(self.paths.manifest_dir)}: no manifest of accepted task(s) {', '.join(missing)}"
+                f"{self.to_url(self.paths.manifest_dir)}: no manifest of accepted task(s) {', '.join(missing)}"
             )
         ignored = len(manifests) - len(accepted)
         if ignored:
@@ -223,17 +209,17 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         if self._path_of(manifest.task_attempt_dir, url, "taskAttemptDir") != expected:
             raise ManifestError(
                 f"{url}: taskAttemptDir {manifest.task_attempt_dir} is not the directory of task attempt "
-                f"{manifest.task_attempt_id} in this job ({self.store.to_url(expected)})"
+                f"{manifest.task_attempt_id} in this job ({self.to_url(expected)})"
             )
 
-    def _targets(self, manifest: TaskManifest, url: str) -> tuple[list[Row], list[TargetDirectory]]:
+    def _targets(self, manifest: TaskManifest, url: str) -> tuple[list[FileToCommit], list[TargetDirectory]]:
         source_prefix = self.paths.task_attempt_dir(manifest.task_attempt_id) + "/"
         dest_prefix = self.paths.dest.rstrip("/") + "/"
         temporary_prefix = dest_prefix + TEMPORARY_DIR + "/"
         path_of = self._fast_path_of
-        source_url_prefix = self.store.to_url(source_prefix)
-        dest_url_prefix = self.store.to_url(dest_prefix)
-        rows: list[Row] = []
+        source_url_prefix = self.to_url(source_prefix)
+        dest_url_prefix = self.to_url(dest_prefix)
+        rows: list[FileToCommit] = []
         for entry in manifest.files:
             source = path_of(entry.source, source_url_prefix, source_prefix, url, "source")
             dest = path_of(entry.dest, dest_url_prefix, dest_prefix, url, "destination")
@@ -244,9 +230,9 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                 )
             if not dest.startswith(dest_prefix) or dest.startswith(temporary_prefix) or has_relative_segments(dest):
                 raise ManifestError(f"{url}: destination {entry.dest} lies outside the job's destination")
-            rows.append((source, dest, entry.size, entry.etag, entry.dest))
-        implied = not self.store.capabilities.real_directories
-        file_parents = {row[1].rpartition("/")[0] for row in rows} if implied else set()
+            rows.append(FileToCommit(source, dest, entry.size, entry.etag, entry.dest))
+        implied = not self.capabilities.real_directories
+        file_parents = {row.dest.rpartition("/")[0] for row in rows} if implied else set()
         directories = []
         for directory in manifest.directories:
             path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory").rstrip("/")
@@ -267,16 +253,16 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
 
     def _path_of(self, value: str, url: str, what: str) -> str:
         try:
-            return self.store.from_url(value)
+            return self.from_url(value)
         except ValueError as error:
             raise ManifestError(f"{url}: {what} {value} is not in this job's store: {error}") from None
 
-    def _confirm_duplicate(self, entry_file: EntryFile, loaded: _LoadedManifest, row: Row) -> None:
+    def _confirm_duplicate(self, entry_file: EntryFile, loaded: _LoadedManifest, row: FileToCommit) -> None:
         """A hash matched: look the destination up exactly (rare, so a rescan of the spill file is fine)."""
         for chunk in entry_file.chunks():
             for other in chunk.rows:
-                if other[1] == row[1]:
+                if other.dest == row.dest:
                     raise DuplicateDestinationError(
-                        f"{row[4]}: destination claimed by two tasks: {chunk.task_attempt_id} and "
+                        f"{row.dest_url}: destination claimed by two tasks: {chunk.task_attempt_id} and "
                         f"{loaded.task_attempt_id} ({loaded.manifest_url}); nothing was committed"
                     )

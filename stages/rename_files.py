@@ -2,29 +2,41 @@
 
 from __future__ import annotations
 
+import enum
 import heapq
 import logging
+import posixpath
 import time
 from dataclasses import dataclass, field
 
-from ..entry_file import EntryFile, Row
+from ..entry_file import EntryFile, FileToCommit
 from ..errors import CommitterError, OutputConflictError
 from ..iostatistics import DurationAccumulator
 from ..parallel import run_bounded
+from ..retry import describe_error
 from ..statistic_names import (
     COMMIT_FILE_RENAME,
     COMMIT_FILE_RENAME_RECOVERED,
     COMMITTER_FILES_ALREADY_COMMITTED,
     JOB_STAGE_RENAME_FILES,
-    OP_DELETE,
-    OP_DELETE_DIR,
-    OP_MKDIRS,
+    OP_RENAME,
     STORE_IO_RETRY,
 )
 from ..success_data import SUCCESS_FILENAME_LIMIT
 from .base import Stage
 
 log = logging.getLogger(__name__)
+
+
+class RenameOutcome(enum.Enum):
+    """How one file reached its destination."""
+
+    RENAMED = "renamed"
+    """This call moved it."""
+    ALREADY_COMMITTED = "already committed"
+    """An earlier, interrupted job commit had moved it."""
+    RECOVERED = "recovered"
+    """A rename that failed (or half-finished) had in fact taken effect; settled from evidence."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +115,13 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         per_thread = file_count // (self.config.io_threads * 4) + 1
         return max(1, min(self.config.rename_batch_size, per_thread))
 
-    def _rename_batch(self, rows: list[Row]) -> _BatchResult:
+    def _rename_batch(self, rows: list[FileToCommit]) -> _BatchResult:
         batch = _BatchResult()
-        rename = self.store.rename_file
+        rename = self.rename_file_fast
         durations = batch.durations
         clock = time.perf_counter
         for row in rows:
-            source, dest = row[0], row[1]
+            source, dest = row.source, row.dest
             start = clock()
             try:
                 rename(source, dest)
@@ -121,92 +133,92 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
                     self.stats.add_accumulator(durations)  # the batch's result is lost with the error
                     raise
                 durations.record(int((clock() - start) * 1000))
-                if outcome == "already":
+                if outcome is RenameOutcome.ALREADY_COMMITTED:
                     batch.already_committed += 1
-                elif outcome == "recovered":
+                elif outcome is RenameOutcome.RECOVERED:
                     batch.recovered += 1
             else:
                 durations.record(int((clock() - start) * 1000))
             batch.files += 1
-            batch.bytes += row[2]
-            batch.filenames.append(row[4])
+            batch.bytes += row.size
+            batch.filenames.append(row.dest_url)
         batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, batch.filenames)
         return batch
 
-    def _rename_slow_path(self, row: Row, error: Exception) -> str:
-        """Settle a rename that raised; returns ``renamed``, ``already`` or ``recovered``, or raises."""
-        source, dest, size, etag, dest_url = row
-        store = self.store
+    def _rename_slow_path(self, row: FileToCommit, error: Exception) -> RenameOutcome:
+        """Settle a rename that raised, or raise."""
+        source, dest = row.source, row.dest
         if isinstance(error, FileExistsError):
             return self._resolve_existing(row)
         if isinstance(error, FileNotFoundError):
-            if store.info(source) is None:
-                if self.holds_entry(store.info(dest), size, etag):
-                    log.debug("%s: already committed by an earlier job commit", dest_url)
-                    return "already"
+            if self.info(source) is None:
+                if self.holds_entry(self.info(dest), row.size, row.etag):
+                    log.debug("%s: already committed by an earlier job commit", row.dest_url)
+                    return RenameOutcome.ALREADY_COMMITTED
                 raise CommitterError(
-                    f"{dest_url}: cannot commit: source {store.to_url(source)} is missing and the destination "
+                    f"{row.dest_url}: cannot commit: source {self.to_url(source)} is missing and the destination "
                     "does not hold the file (was the task attempt directory deleted?)"
                 ) from error
             # The source is there, so the destination's parent is not: a directory that vanished after task
             # commit (Hadoop trusts the task's view and fails here).
-            self.call(OP_MKDIRS, lambda: store.mkdirs(store.parent(dest)))
-            self.context.store_retry.call(lambda: store.rename_file(source, dest))
-            return "renamed"
-        if store.is_transient(error):
+            self.mkdirs(posixpath.dirname(dest))
+            self.rename_file(source, dest)
+            return RenameOutcome.RENAMED
+        if self.is_transient(error):
             return self._retry_transient(row, error)
         raise error
 
-    def _retry_transient(self, row: Row, error: Exception) -> str:
-        source, dest, size, etag, _ = row
-        store = self.store
-        outcome = "renamed"
+    def _retry_transient(self, row: FileToCommit, error: Exception) -> RenameOutcome:
+        source, dest = row.source, row.dest
+        outcome = RenameOutcome.RENAMED
 
         def attempt() -> None:
+            # One unit, retried as a whole: the calls inside are tried once each.
             nonlocal outcome
-            if store.info(source) is None and self.holds_entry(store.info(dest), size, etag):
-                outcome = "recovered"  # the failed call had moved the file
+            if self.info(source, retry=False) is None and self.holds_entry(
+                self.info(dest, retry=False), row.size, row.etag
+            ):
+                outcome = RenameOutcome.RECOVERED  # the failed call had moved the file
                 return
-            store.rename_file(source, dest)
+            self.rename_file(source, dest, retry=False)
 
-        log.info("Rename of %s failed with a transient error, retrying: %s", row[4], error)
+        log.info("Rename of %s failed with a transient error, retrying: %s", row.dest_url, describe_error(error))
         self.stats.increment(STORE_IO_RETRY)  # the retry policy counts only the retries after this one
         try:
-            self.context.store_retry.call(attempt)
+            self.context.store_retry.call(attempt, f"{OP_RENAME} {dest}")
         except FileExistsError:
             return self._resolve_existing(row)
         return outcome
 
-    def _resolve_existing(self, row: Row) -> str:
-        source, dest, size, etag, dest_url = row
-        store = self.store
-        found = store.info(dest)
+    def _resolve_existing(self, row: FileToCommit) -> RenameOutcome:
+        source, dest = row.source, row.dest
+        found = self.info(dest)
         if found is None:  # gone in between; try again once
-            self.context.store_retry.call(lambda: store.rename_file(source, dest))
-            return "renamed"
-        source_status = store.info(source)
+            self.rename_file(source, dest)
+            return RenameOutcome.RENAMED
+        source_status = self.info(source)
         if source_status is None:
-            if self.holds_entry(found, size, etag):
-                return "already"
+            if self.holds_entry(found, row.size, row.etag):
+                return RenameOutcome.ALREADY_COMMITTED
         elif (
-            not store.capabilities.atomic_rename
-            and self.holds_entry(found, size, etag)
-            and store.same_content(source_status, found)
+            not self.capabilities.atomic_rename
+            and self.holds_entry(found, row.size, row.etag)
+            and self.same_content(source_status, found)
         ):
             # A copy-then-delete rename that copied but did not delete: finish it.
-            store.delete_file(source)
-            return "recovered"
+            self.delete_file(source)
+            return RenameOutcome.RECOVERED
         if not self.config.delete_target_files:
             what = "a directory" if found.is_dir else f"a file of {found.size} bytes"
             raise OutputConflictError(
-                f"{dest_url}: destination already holds {what} that this job did not write; "
+                f"{row.dest_url}: destination already holds {what} that this job did not write; "
                 "nothing was overwritten (set mapreduce.manifest.committer.delete.target.files=true to replace it)"
             )
         if source_status is None:
-            raise CommitterError(f"{dest_url}: cannot commit: source {store.to_url(source)} is missing")
+            raise CommitterError(f"{row.dest_url}: cannot commit: source {self.to_url(source)} is missing")
         if found.is_dir:
-            self.call(OP_DELETE_DIR, lambda: store.delete_dir(dest))
+            self.delete_dir(dest)
         else:
-            self.call(OP_DELETE, lambda: store.delete_file(dest))
-        self.context.store_retry.call(lambda: store.rename_file(source, dest))
-        return "renamed"
+            self.delete_file(dest)
+        self.rename_file(source, dest)
+        return RenameOutcome.RENAMED

@@ -45,7 +45,7 @@ class SaveTaskManifestStage(Stage[SaveTaskManifestArguments, SaveTaskManifestRes
         if self.info(self.paths.manifest_dir) is None:
             # A late attempt (killed, or speculative and lost) must not resurrect the state of a finished job.
             raise JobStateError(
-                f"{self.store.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} was committed or aborted; "
+                f"{self.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} was committed or aborted; "
                 f"task attempt {first.task_attempt_id} cannot commit"
             )
         temp = self.paths.temp_manifest_path(first.task_attempt_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -12,7 +13,6 @@ from ..statistic_names import (
     COMMITTER_TASK_DIRECTORY_DEPTH,
     COMMITTER_TASK_FILE_COUNT,
     COMMITTER_TASK_FILE_SIZE,
-    OP_LIST_STATUS,
     TASK_STAGE_SCAN_DIRECTORY,
 )
 from ..store import FileStatus
@@ -55,14 +55,14 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         root = self.paths.task_attempt_dir(arguments.task_attempt_id)
         files: list[FileEntry] = []
         directories: list[DirEntry] = []
-        to_url = self.store.to_url
+        to_url = self.to_url
         max_depth = 0
         # (source dir, dest dir, depth, does the dest dir exist)
         stack: list[tuple[str, str, int, bool]] = [(root, self.paths.dest, 0, True)]
         while stack:
             source_dir, dest_dir, depth, dest_exists = stack.pop()
             try:
-                children = self.call(OP_LIST_STATUS, lambda d=source_dir: self.store.list_dir(d))  # type: ignore[misc]
+                children = self.list_dir(source_dir)
             except FileNotFoundError:
                 if depth == 0:
                     raise self._missing_attempt_dir(arguments.task_attempt_id) from None
@@ -76,11 +76,11 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                     continue
                 if _is_checksum_of_sibling(name, file_names):
                     continue
-                dest = self.store.join(dest_dir, name)
+                dest = posixpath.join(dest_dir, name)
                 files.append(FileEntry(to_url(child.path), to_url(dest), child.size, child.etag))
             for child in reversed(subdirs):
                 name = _name(child)
-                child_dest = self.store.join(dest_dir, name)
+                child_dest = posixpath.join(dest_dir, name)
                 status = self._dest_status(child_dest, dest_exists)
                 directories.append(DirEntry(to_url(child_dest), status, depth + 1))
                 max_depth = max(max_depth, depth + 1)
@@ -105,7 +105,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         return EntryStatus.DIR if found.is_dir else EntryStatus.FILE
 
     def _missing_attempt_dir(self, task_attempt_id: str) -> JobStateError:
-        root = self.store.to_url(self.paths.task_attempt_dir(task_attempt_id))
+        root = self.to_url(self.paths.task_attempt_dir(task_attempt_id))
         return JobStateError(
             f"{root}: task attempt {task_attempt_id} has no working directory "
             "(never set up, already aborted, or cleaned up)"
@@ -114,13 +114,13 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
     def _declared(self, task_attempt_id: str, outputs: Mapping[str, str]) -> ScanResult:
         """Entries for the files the writer declared; each parent directory is listed once for their sizes."""
         root = self.paths.task_attempt_dir(task_attempt_id)
-        to_url = self.store.to_url
+        to_url = self.to_url
         listings: dict[str, dict[str, FileStatus]] = {}
 
         def files_in(directory: str) -> dict[str, FileStatus]:
             if directory not in listings:
                 try:
-                    children = self.call(OP_LIST_STATUS, lambda: self.store.list_dir(directory))
+                    children = self.list_dir(directory)
                 except FileNotFoundError:
                     if directory == root:
                         raise self._missing_attempt_dir(task_attempt_id) from None
@@ -141,19 +141,19 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                     f"both go to {dest_relative!r}"
                 )
             claimed[dest_relative] = source_relative
-            source = self.store.join(root, source_relative)
+            source = posixpath.join(root, source_relative)
             parent, _, name = source.rpartition("/")
             listed = files_in(parent).get(name)
             if listed is None:
                 raise JobStateError(f"{to_url(source)}: output of task attempt {task_attempt_id} does not exist")
-            dest = self.store.join(self.paths.dest, dest_relative)
+            dest = posixpath.join(self.paths.dest, dest_relative)
             files.append(FileEntry(to_url(source), to_url(dest), listed.size, listed.etag))
             segments = dest_relative.split("/")[:-1]
             dest_dirs.update("/".join(segments[:depth]) for depth in range(1, len(segments) + 1))
         directories: list[DirEntry] = []
         existing: dict[str, bool] = {"": True}
         for relative in sorted(dest_dirs, key=lambda d: (d.count("/"), d)):
-            dest_dir = self.store.join(self.paths.dest, relative)
+            dest_dir = posixpath.join(self.paths.dest, relative)
             status = self._dest_status(dest_dir, existing[relative.rpartition("/")[0]])
             existing[relative] = status != EntryStatus.NOT_FOUND
             directories.append(DirEntry(to_url(dest_dir), status, relative.count("/") + 1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CommitterError, JobStateError, OutputConflictError
-from ..statistic_names import JOB_STAGE_SETUP, OP_MKDIRS
+from ..statistic_names import JOB_STAGE_SETUP
 from .base import Stage
 
 
@@ -34,23 +34,23 @@ class SetupJobStage(Stage[SetupJobArguments, SetupJobResult]):
             dest = self.info(self.paths.dest)
         except Exception as error:
             # The job's first store call: credentials missing or refused fail here, once, before any task writes.
-            if not self.store.is_auth_error(error):
+            if not self.is_auth_error(error):
                 raise
             raise CommitterError(
-                f"{self.store.to_url(self.paths.dest)}: the store refused the credentials, or none were found "
+                f"{self.to_url(self.paths.dest)}: the store refused the credentials, or none were found "
                 f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); check the "
                 "storage options (account key, SAS token, service account) of the destination"
             ) from error
         if dest is not None and not dest.is_dir:
-            raise OutputConflictError(f"{self.store.to_url(self.paths.dest)}: destination is a file, not a directory")
+            raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
         attempt_dir = self.paths.job_attempt_dir
         if self.info(attempt_dir) is not None:
             raise JobStateError(
-                f"{self.store.to_url(attempt_dir)}: job {self.paths.job_id} attempt {self.paths.job_attempt} "
+                f"{self.to_url(attempt_dir)}: job {self.paths.job_id} attempt {self.paths.job_attempt} "
                 "was already set up; use a new job id or attempt number"
             )
-        self.call(OP_MKDIRS, lambda: self.store.mkdirs(self.paths.manifest_dir))
-        self.call(OP_MKDIRS, lambda: self.store.mkdirs(self.paths.task_attempts_dir))
+        self.mkdirs(self.paths.manifest_dir)
+        self.mkdirs(self.paths.task_attempts_dir)
         if arguments.delete_success_marker:
             self.delete_file(self.paths.success_path)
         return SetupJobResult(attempt_dir)

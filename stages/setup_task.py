@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import JobStateError
-from ..statistic_names import OP_MKDIRS, TASK_STAGE_SETUP
+from ..statistic_names import TASK_STAGE_SETUP
 from .base import Stage
 
 
@@ -33,13 +33,13 @@ class SetupTaskStage(Stage[SetupTaskArguments, SetupTaskResult]):
         manifest_dir = self.info(self.paths.manifest_dir)
         if manifest_dir is None or not manifest_dir.is_dir:
             raise JobStateError(
-                f"{self.store.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} is not set up "
+                f"{self.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} is not set up "
                 f"(or was cleaned up), so task attempt {arguments.task_attempt_id} cannot start"
             )
         work_path = self.paths.task_attempt_dir(arguments.task_attempt_id)
         if self.info(work_path) is not None:
             raise JobStateError(
-                f"{self.store.to_url(work_path)}: task attempt {arguments.task_attempt_id} was already set up"
+                f"{self.to_url(work_path)}: task attempt {arguments.task_attempt_id} was already set up"
             )
-        self.call(OP_MKDIRS, lambda: self.store.mkdirs(work_path))
+        self.mkdirs(work_path)
         return SetupTaskResult(work_path)

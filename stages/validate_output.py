@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..entry_file import EntryFile, Row
+from ..entry_file import EntryFile, FileToCommit
 from ..errors import OutputValidationError
 from ..parallel import run_bounded
-from ..statistic_names import JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT, OP_GET_FILE_STATUS
+from ..statistic_names import JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT
 from .base import Stage
 
 
@@ -47,10 +47,10 @@ class ValidateOutputStage(Stage[ValidateOutputArguments, ValidateOutputResult]):
         )
         return ValidateOutputResult(count)
 
-    def _validate_batch(self, rows: list[Row]) -> int:
-        compare_etags = self.store.capabilities.etags_preserved_in_rename
+    def _validate_batch(self, rows: list[FileToCommit]) -> int:
+        compare_etags = self.capabilities.etags_preserved_in_rename
         for _, dest, size, etag, dest_url in rows:
-            found = self.call(OP_GET_FILE_STATUS, lambda d=dest: self.store.info(d))  # type: ignore[misc]
+            found = self.info(dest)
             if found is None:
                 raise OutputValidationError(f"{dest_url}: expected a committed file, but nothing is there")
             if found.is_dir:

@@ -5,16 +5,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from manifest_committer.entry_file import EntryFile, Row
+from manifest_committer.entry_file import EntryFile, FileToCommit
 
 
-def rows(prefix: str, count: int, etag: str | None = None) -> list[Row]:
-    return [(f"/src/{prefix}{n}", f"/dest/{prefix}{n}", n, etag, f"file:///dest/{prefix}{n}") for n in range(count)]
+def rows(prefix: str, count: int, etag: str | None = None) -> list[FileToCommit]:
+    return [
+        FileToCommit(f"/src/{prefix}{n}", f"/dest/{prefix}{n}", n, etag, f"file:///dest/{prefix}{n}")
+        for n in range(count)
+    ]
 
 
 def test_chunks_round_trip(tmp_path: Path) -> None:
     first = rows("a", 3, etag="0x8DD")
-    second: list[Row] = [("/src/ü d", "/dest/ü d", 7, None, "file:///dest/ü%20d")]
+    second = [FileToCommit("/src/ü d", "/dest/ü d", 7, None, "file:///dest/ü%20d")]
     with EntryFile(str(tmp_path)) as entry_file:
         assert Path(entry_file.path).parent == tmp_path
         entry_file.append("attempt_0", first)

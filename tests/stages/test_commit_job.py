@@ -13,7 +13,6 @@ from manifest_committer.errors import JobStateError, ManifestError, OutputValida
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome
 from manifest_committer.stages.commit_job import (
-    COMMIT_STARTED_MARKER,
     CommitJobArguments,
     CommitJobResult,
     CommitJobStage,
@@ -90,7 +89,7 @@ def test_a_rerun_after_a_crash_finishes_the_job(destination: str) -> None:
     faulty = FaultInjectingStore(context.store, [Fault("rename_file", "c.csv", error=lambda: PermissionError("x"))])
     with pytest.raises(PermissionError):
         commit(fresh(context, store=faulty))
-    assert exists(context, posix_join(context.paths.job_attempt_dir, COMMIT_STARTED_MARKER))
+    assert exists(context, context.paths.commit_started_path)
     result = commit(fresh(context))
     assert result.files_committed == 4
     assert result.success.iostatistics.counters[COMMITTER_FILES_COMMITTED] == 4
@@ -153,7 +152,7 @@ def test_a_bad_manifest_touches_nothing_in_the_destination(destination: str) -> 
         commit(context)
     names = sorted(s.path.rsplit("/", 1)[-1] for s in context.store.list_dir(context.paths.dest))
     assert names == ["_temporary"]
-    assert not exists(context, posix_join(context.paths.job_attempt_dir, COMMIT_STARTED_MARKER))
+    assert not exists(context, context.paths.commit_started_path)
 
 
 def test_manifests_are_kept_for_diagnosis(destination: str, tmp_path: Path) -> None:

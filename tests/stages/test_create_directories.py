@@ -14,12 +14,11 @@ from manifest_committer.stages.create_directories import (
     CreateDirectoriesResult,
     CreateDirectoriesStage,
 )
-from manifest_committer.stages.load_manifests import TargetDirectory
+from manifest_committer.stages.job_types import TargetDirectory
 from manifest_committer.statistic_names import (
     JOB_STAGE_CREATE_TARGET_DIRS,
     OP_CREATE_DIRECTORIES,
     OP_DELETE,
-    OP_DELETE_FILE_UNDER_DESTINATION,
     OP_GET_FILE_STATUS,
     OP_MKDIR_RETURNED_FALSE,
     OP_MKDIRS,
@@ -43,8 +42,7 @@ def is_dir(context: StageContext, relative: str) -> bool:
 
 def files_deleted(context: StageContext) -> int:
     """Files deleted where a directory must go: found by ``mkdirs`` or, on object stores, by the probe."""
-    counters = context.stats.snapshot().counters
-    return counters.get(OP_DELETE_FILE_UNDER_DESTINATION, 0) + counters.get(OP_DELETE, 0)
+    return context.stats.snapshot().counters.get(OP_DELETE, 0)  # every delete passes the gate as op_delete
 
 
 def prepared(destination: str) -> StageContext:

@@ -10,11 +10,11 @@ import pytest
 from manifest_committer.errors import DuplicateDestinationError, JobStateError, ManifestError
 from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.job_types import TargetDirectory
 from manifest_committer.stages.load_manifests import (
     LoadManifestsArguments,
     LoadManifestsResult,
     LoadManifestsStage,
-    TargetDirectory,
 )
 from manifest_committer.statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from manifest_committer.entry_file import EntryFile, Row
+from manifest_committer.entry_file import EntryFile, FileToCommit
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.rename_files import RenameFilesArguments, RenameFilesResult, RenameFilesStage
@@ -39,14 +39,14 @@ def prepared(destination: str, **config: object) -> StageContext:
     return context
 
 
-def add_files(context: StageContext, spill: EntryFile, names: list[str], data: bytes = b"data") -> list[Row]:
+def add_files(context: StageContext, spill: EntryFile, names: list[str], data: bytes = b"data") -> list[FileToCommit]:
     """Write ``names`` into the task attempt directory and spill their rows, as job commit would."""
     root = context.paths.task_attempt_dir(ATTEMPT_ID)
-    rows: list[Row] = []
+    rows: list[FileToCommit] = []
     for name in names:
         context.store.write_bytes(f"{root}/{name}", data)
         dest = dest_path(context, name)
-        rows.append((f"{root}/{name}", dest, len(data), None, context.store.to_url(dest)))
+        rows.append(FileToCommit(f"{root}/{name}", dest, len(data), None, context.store.to_url(dest)))
     spill.append(ATTEMPT_ID, rows)
     return rows
 

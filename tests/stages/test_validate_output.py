@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from manifest_committer.entry_file import EntryFile, Row
+from manifest_committer.entry_file import EntryFile, FileToCommit
 from manifest_committer.errors import JobStateError, OutputValidationError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.validate_output import ValidateOutputArguments, ValidateOutputStage
@@ -23,13 +23,15 @@ def spill() -> Iterator[EntryFile]:
         yield entry_file
 
 
-def committed(context: StageContext, spill: EntryFile, files: dict[str, bytes], etag: str | None = None) -> list[Row]:
+def committed(
+    context: StageContext, spill: EntryFile, files: dict[str, bytes], etag: str | None = None
+) -> list[FileToCommit]:
     """Files already in the destination, and their spilled rows."""
-    rows: list[Row] = []
+    rows: list[FileToCommit] = []
     for name, data in files.items():
         dest = dest_path(context, name)
         context.store.write_bytes(dest, data)
-        rows.append((f"/nowhere/{name}", dest, len(data), etag, context.store.to_url(dest)))
+        rows.append(FileToCommit(f"/nowhere/{name}", dest, len(data), etag, context.store.to_url(dest)))
     spill.append("attempt", rows)
     return rows
 

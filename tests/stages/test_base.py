@@ -1,0 +1,81 @@
+"""The stage base: the one gate every store call of a stage passes (timing, one retry policy, names in logs)."""
+
+from __future__ import annotations
+
+import ast
+import logging
+from pathlib import Path
+
+import pytest
+
+from manifest_committer.config import CommitterConfig
+from manifest_committer.stages.save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
+from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
+from manifest_committer.statistic_names import OP_GET_FILE_STATUS, STORE_IO_RETRY
+from manifest_committer.store import Fault, FaultInjectingStore
+from tests.fixtures.stage_context import (
+    FAST_CONFIG,
+    commit_task,
+    fresh,
+    make_context,
+    set_up_job,
+    task_ids,
+)
+
+STAGES = Path(__file__).resolve().parents[2] / "stages"
+
+
+def test_no_stage_but_the_base_touches_the_store() -> None:
+    """STYLE 2b: stages hold no store; a call past the base would escape timing, retries and statistics."""
+    offenders = []
+    for module in sorted(STAGES.glob("*.py")):
+        if module.name == "base.py":
+            continue
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("store", "_store"):
+                offenders.append(f"{module.name}:{node.lineno} .{node.attr}")
+    assert offenders == []
+
+
+def test_a_failing_manifest_save_is_tried_save_attempts_times_not_their_product(destination: str) -> None:
+    config = CommitterConfig(
+        manifest_save_attempts=3, store_retry_attempts=5, save_retry_interval=0.0, store_retry_interval=0.0
+    )
+    context = make_context(destination, config=config)
+    set_up_job(context)
+    manifest = commit_task(context, 0, {"a.csv": b"a"})
+    store = FaultInjectingStore(context.store, [Fault("write_bytes", "manifest.json.tmp", times=None)])
+    with pytest.raises(TimeoutError):
+        SaveTaskManifestStage(fresh(context, store=store)).apply(SaveTaskManifestArguments(lambda: manifest))
+    assert store.injected["write_bytes"] == 3, "one policy per call: 3 save attempts, not 3 x 5"
+
+
+@pytest.mark.parametrize("error", [PermissionError, IsADirectoryError, FileNotFoundError])
+def test_a_definite_answer_fails_the_save_at_once(destination: str, error: type[OSError]) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    manifest = commit_task(context, 0, {"a.csv": b"a"})
+    store = FaultInjectingStore(
+        context.store, [Fault("write_bytes", "manifest.json.tmp", times=None, error=lambda: error("refused"))]
+    )
+    with pytest.raises(error):
+        SaveTaskManifestStage(fresh(context, store=store)).apply(SaveTaskManifestArguments(lambda: manifest))
+    assert store.injected["write_bytes"] == 1
+
+
+def test_a_retry_warning_names_the_operation_and_path_even_for_a_silent_error(
+    destination: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    context = make_context(destination, config=FAST_CONFIG)
+    set_up_job(context)
+    store = FaultInjectingStore(context.store, [Fault("info", "manifests", error=TimeoutError)])
+    stage_context = fresh(context, store=store)
+    with caplog.at_level(logging.WARNING, logger="manifest_committer.retry"):
+        SetupTaskStage(stage_context).apply(SetupTaskArguments(*task_ids(1)))
+    warning = next(record.getMessage() for record in caplog.records if "retrying" in record.getMessage())
+    assert OP_GET_FILE_STATUS in warning
+    assert context.paths.manifest_dir in warning
+    assert "TimeoutError" in warning
+    counters = stage_context.stats.snapshot().counters
+    assert counters[STORE_IO_RETRY] == 1
+    assert counters[OP_GET_FILE_STATUS] >= 2
