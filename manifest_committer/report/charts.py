@@ -35,6 +35,8 @@ FAILED_COLOUR = "#c62828"
 STAGE_COLOUR = "#3f7fbf"
 TOTAL_COLOUR = "#9e9e9e"
 UNTIMED_COLOUR = "#cfcfcf"
+FAILED_BAND_COLOUR = "#fde0de"
+"""Behind a failed stage's row in the waterfall, so it is seen even when the stage took no time."""
 AXIS_COLOUR = "#555555"
 GRID_COLOUR = "#e3e3e3"
 
@@ -198,8 +200,8 @@ def waterfall(stages: Sequence[StageTime], total_ms: int | None, label: str) -> 
 
     The reports keep each stage's total time, not its start, so the offsets assume the stages ran one after
     the other (as the job commit runs them); the grey bar is the whole job commit as timed by the committer.
-    A failed stage is red; one with no recorded time (Hadoop keeps some stages as counts only) is a tick at
-    its place, red if it failed.
+    A failed stage is red on a pale red band; one with no recorded time (Hadoop keeps some stages as counts
+    only) is a tick at its place, red if it failed.
     """
     known = sum(stage.millis or 0 for stage in stages)
     axis_max, step = _scale(max(known, total_ms or 0))
@@ -211,6 +213,11 @@ def waterfall(stages: Sequence[StageTime], total_ms: int | None, label: str) -> 
         parts.append(_label(y + BAR_HEIGHT / 2, stage.name))
         colour = FAILED_COLOUR if stage.failed else STAGE_COLOUR
         start = _x(offset, axis_max)
+        if stage.failed:
+            parts.append(
+                f'<rect x="{LABEL_WIDTH}" y="{y - 3}" width="{WIDTH - LABEL_WIDTH}" height="{ROW_HEIGHT}" '
+                f'fill="{FAILED_BAND_COLOUR}"/>'
+            )
         if stage.millis is None:
             state = "failed, time not recorded" if stage.failed else "time not recorded"
             marker = colour if stage.failed else UNTIMED_COLOUR

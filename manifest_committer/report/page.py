@@ -44,7 +44,7 @@ h3 {{ font-size: 15px; margin: 18px 0 6px; }}
 table {{ border-collapse: collapse; margin: 8px 0; }}
 th, td {{ padding: 4px 10px; border-bottom: 1px solid #e5e5e5; text-align: left; vertical-align: top; }}
 td.number, th.number {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
-#runs td {{ white-space: nowrap; }}
+#runs td.date {{ white-space: nowrap; }}
 #runs th {{ cursor: pointer; user-select: none; background: #f2f4f7; }}
 #runs th[aria-sort=ascending]::after {{ content: " ▲"; }}
 #runs th[aria-sort=descending]::after {{ content: " ▼"; }}
@@ -111,7 +111,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("files", "Files", "number"),
     ("bytes", "Bytes", "number"),
     ("duration", "Duration", "number"),
-    ("date", "Date", "number"),
+    ("date", "Date (UTC)", "number"),
 )
 """Key, heading and sort type of each column of the runs table."""
 
@@ -120,13 +120,31 @@ def _short_protocol(committer: str) -> str:
     return committer.rsplit(".", 1)[-1] or "unknown"
 
 
-def _cell(text: str, value: str | int | float | None, *, number: bool = False, title: str | None = None) -> str:
+def _cell(
+    text: str,
+    value: str | int | float | None,
+    *,
+    number: bool = False,
+    title: str | None = None,
+    css: str | None = None,
+) -> str:
     data = "" if value is None else str(value)
     attributes = f' data-value="{escape(data)}"'
     if title:
         attributes += f' title="{escape(title)}"'
-    css = ' class="number"' if number else ""
-    return f"<td{css}{attributes}>{text}</td>"
+    classes = " ".join(name for name in ("number" if number else None, css) if name)
+    return f'<td class="{classes}"{attributes}>{text}</td>' if classes else f"<td{attributes}>{text}</td>"
+
+
+def _when(run: RunSummary) -> str:
+    """The run's time in UTC from its timestamp (ms); the document's own date text goes in the tooltip."""
+    if run.timestamp <= 0:
+        return run.date
+    try:
+        moment = datetime.datetime.fromtimestamp(run.timestamp / 1000, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        return run.date
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _run_row(run: RunSummary) -> str:
@@ -145,7 +163,7 @@ def _run_row(run: RunSummary) -> str:
             title=None if run.bytes is None else f"{run.bytes:,} bytes",
         ),
         _cell("—" if run.duration_ms is None else escape(format_ms(run.duration_ms)), run.duration_ms, number=True),
-        _cell(escape(run.date), run.timestamp, title=f"host {run.hostname}"),
+        _cell(escape(_when(run)), run.timestamp, title=f"{run.date} on host {run.hostname}", css="date"),
     ]
     return f'<tr class="{run.outcome}" id="row-{run.index}">' + "".join(cells) + "</tr>"
 
