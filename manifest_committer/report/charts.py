@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 WIDTH = 760
 LABEL_WIDTH = 250
-RIGHT_MARGIN = 120
+RIGHT_MARGIN = 150
 ROW_HEIGHT = 22
 BAR_HEIGHT = 14
 AXIS_HEIGHT = 34
@@ -275,7 +275,7 @@ def ranges(
         skew = sample.maximum / sample.mean if sample.mean else 0.0
         parts.append(
             f'<text x="{max(high, low + 2) + 8:.1f}" y="{middle:.1f}" dominant-baseline="middle">'
-            f"max/mean {skew:.1f} times</text>"
+            f"max/mean {skew:.1f}</text>"
         )
     bottom = TOP + len(rows) * ROW_HEIGHT + 2
     parts.extend(_axis(TOP - 4, bottom, axis_max, step, fmt=fmt, caption=caption))
