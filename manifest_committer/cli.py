@@ -119,6 +119,12 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--storage-option", action="append", default=[], metavar="KEY=VALUE", help="fsspec option, repeatable"
         )
+    report = commands.add_parser("report", help="one HTML page of every _SUCCESS and summary-*.json under the paths")
+    report.add_argument("paths", nargs="+", metavar="PATH", help="file or directory (searched recursively), or URL")
+    report.add_argument("--html", required=True, metavar="OUT.html", help="the page to write (a local path)")
+    report.add_argument(
+        "--storage-option", action="append", default=[], metavar="KEY=VALUE", help="fsspec option, repeatable"
+    )
     return parser
 
 
@@ -148,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         options = _storage_options(args.storage_option)
+        if args.command == "report":
+            from .report.command import run_report
+
+            return run_report(args.paths, args.html, options)
         data = _read(args.path, options)
         if args.command == "success":
             success = SuccessData.from_json(data, args.path)

@@ -7,6 +7,8 @@ if [ ! -x node_modules/.bin/azurite-blob ]; then
   command -v npm >/dev/null || { echo "npm (Node >= 18) is needed for the Azurite tests" >&2; exit 1; }
   echo "== npm ci (Azurite)"; npm ci --no-audit --no-fund --loglevel=error
 fi
+# The report tests render the page in Debian's headless Chromium.
+command -v chromium >/dev/null || { echo "== apt-get install chromium"; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 echo "== ruff format --check"; ruff format --check .
 echo "== ruff check"; ruff check .
 echo "== mypy --strict"; mypy
