@@ -11,8 +11,9 @@ would otherwise cost every marker the retries or the timeout); a failed flush is
 
 from __future__ import annotations
 
-import http.client
+import contextlib
 import logging
+import socket
 import threading
 from typing import Any, Literal
 
@@ -56,29 +57,88 @@ def read_server_state(calls: MarkerStoreCalls, paths: MarkerPaths) -> ServerStat
     return ServerState.from_json(data, paths.server_state)
 
 
-def request_json(
-    state: ServerState, method: str, path: str, body: Any = None, *, timeout: float, connection: Any = None
-) -> tuple[int, Any]:
-    """One HTTP exchange with a marker server; a fresh connection unless one is given. Returns status and JSON."""
-    own = connection is None
-    conn = connection or http.client.HTTPConnection(state.host, state.port, timeout=timeout)
+class HttpConnection:
+    """A minimal HTTP/1.1 keep-alive client for the marker server's JSON answers.
+
+    ``http.client`` costs about 0.6 ms per request here (measured: a raw socket exchange with the same server
+    takes 0.1 ms), most of it parsing headers through the email package; a task sends one request per data
+    file, so the few lines below are worth it. Socket errors pass through (``ConnectionError``,
+    ``TimeoutError``: the retry policy's business); a malformed answer is a ``MarkerServerError``.
+    """
+
+    def __init__(self, host: str, port: int, timeout: float) -> None:
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        self._socket: socket.socket | None = None
+        self._buffer = b""
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """Send one request and read its answer: the HTTP status and the decoded JSON body (or ``None``)."""
+        if self._socket is None:
+            self._socket = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._buffer = b""
+        payload = b"" if body is None else orjson.dumps(body)
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+        )
+        self._socket.sendall(head.encode("ascii") + payload)
+        while b"\r\n\r\n" not in self._buffer:
+            self._receive()
+        header_block, _, self._buffer = self._buffer.partition(b"\r\n\r\n")
+        lines = header_block.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+            raise MarkerServerError(f"marker server {self.host}:{self.port}: bad status line {lines[0][:100]!r}")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError:
+            raise MarkerServerError(f"marker server {self.host}:{self.port}: bad Content-Length") from None
+        while len(self._buffer) < length:
+            self._receive()
+        data, self._buffer = self._buffer[:length], self._buffer[length:]
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        try:
+            return int(parts[1]), orjson.loads(data) if data else None
+        except orjson.JSONDecodeError as error:
+            raise MarkerServerError(f"marker server {self.host}:{self.port}: answer is not JSON ({error})") from None
+
+    def _receive(self) -> None:
+        assert self._socket is not None
+        chunk = self._socket.recv(65536)
+        if not chunk:
+            raise ConnectionResetError(f"marker server {self.host}:{self.port} closed the connection")
+        self._buffer += chunk
+
+    def close(self) -> None:
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.close()
+            self._socket = None
+            self._buffer = b""
+
+
+def request_json(state: ServerState, method: str, path: str, body: Any = None, *, timeout: float) -> tuple[int, Any]:
+    """One HTTP exchange with a marker server on a fresh connection. Returns status and JSON body."""
+    connection = HttpConnection(state.host, state.port, timeout)
     try:
-        payload = None if body is None else orjson.dumps(body)
-        headers = {"Content-Type": "application/json"} if payload is not None else {}
-        conn.request(method, path, body=payload, headers=headers)
-        response = conn.getresponse()
-        data = response.read()
-        return response.status, orjson.loads(data) if data else None
+        return connection.request(method, path, body)
     finally:
-        if own:
-            conn.close()
+        connection.close()
 
 
 def ping(state: ServerState, *, timeout: float) -> bool:
     """True when the server ``state`` publishes answers, as the same server (token and markers directory)."""
     try:
         status, body = request_json(state, "GET", PING_PATH, timeout=timeout)
-    except (OSError, http.client.HTTPException, orjson.JSONDecodeError) as error:
+    except (OSError, MarkerServerError) as error:
         log.debug("Marker server %s:%d does not answer: %s", state.host, state.port, describe_error(error))
         return False
     return (
@@ -129,7 +189,7 @@ class MarkerClient:
                 log.warning("%s: the marker server did not record it (%s); writing a direct marker", where, error)
                 if error.status == 503:  # stopping: it will not answer the next marker either
                     self._server_gone = True
-            except (OSError, http.client.HTTPException, orjson.JSONDecodeError, MarkerServerError) as error:
+            except (OSError, MarkerServerError) as error:
                 log.warning(
                     "%s: marker server %s:%d unreachable (%s); this task writes direct markers from now on",
                     where,
@@ -156,12 +216,10 @@ class MarkerClient:
         """One request on this thread's keep-alive connection; a lost connection is dropped, then retried."""
         connection = getattr(self._local, "connection", None)
         if connection is None:
-            connection = http.client.HTTPConnection(state.host, state.port, timeout=self.timeout)
+            connection = HttpConnection(state.host, state.port, self.timeout)
             self._local.connection = connection
         try:
-            status, body = request_json(
-                state, "POST", CREATE_PATH, {"marker": marker.name}, timeout=self.timeout, connection=connection
-            )
+            status, body = connection.request("POST", CREATE_PATH, {"marker": marker.name})
         except TimeoutError as error:
             self._drop_connection()
             # Not retried: a server too slow to answer once will not be faster for this task's next try.

@@ -21,7 +21,9 @@ def test_no_markers_directory_is_no_markers(job: MarkerJob) -> None:
 
 
 def test_batched_files_are_read_line_by_line(job: MarkerJob) -> None:
-    write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\ndt=1/b.csv.marker.CREATE\n", "MARKERS7": b"c.marker.MERGE\n"})
+    write_batched(
+        job, {"MARKERS0": b"a.csv.marker.CREATE\ndt=1/b.csv.marker.CREATE\n", "MARKERS7": b"c.marker.MERGE\n"}
+    )
 
     found = read_markers(job.store, job.paths, job.retry)
 
@@ -93,13 +95,17 @@ def test_an_unknown_marker_type_is_refused_naming_it(job: MarkerJob, marker_type
 
 def test_batched_files_without_a_type_are_refused(job: MarkerJob) -> None:
     job.store.write_bytes(job.paths.batched_file(0), b"a.csv.marker.CREATE\n")
-    with pytest.raises(MarkerError, match="MARKERS0: a batched marker file in a directory without MARKERS.type"):
+    with pytest.raises(MarkerError, match=r"MARKERS0: a batched marker file in a directory without MARKERS\.type"):
         read_markers(job.store, job.paths, job.retry)
 
 
 @pytest.mark.parametrize(
     ("name", "complaint"),
-    [("dt=1/stray.txt", "is not a marker"), ("x.csv.marker.DELETE", "unknown marker I/O type"), ("dt=1/MARKERS0", "is not a marker")],
+    [
+        ("dt=1/stray.txt", "is not a marker"),
+        ("x.csv.marker.DELETE", "unknown marker I/O type"),
+        ("dt=1/MARKERS0", "is not a marker"),
+    ],
 )
 def test_a_stray_file_in_the_markers_directory_is_refused_naming_it(job: MarkerJob, name: str, complaint: str) -> None:
     """Only the top level holds the directory's own files; anything else must be a marker."""
