@@ -223,3 +223,20 @@ def test_tasks_in_other_processes_find_the_server(tmp_path: Path) -> None:
     found = read_markers(job.store, job.paths, job.retry)
     assert len(found.markers) == 75
     assert found.direct_count == 0
+
+
+def test_both_kinds_on_the_cloud_emulators(cloud_destination: str) -> None:
+    """Azurite and fake-gcs-server: batched through the server, direct after it stopped, all read back."""
+    job = marker_job(cloud_destination)
+    client = MarkerClient(job.store, job.paths, job.retry, timeout=5)
+    with job.server() as server:
+        batched = [client.create(f"dt={index % 2}/part-{index}.csv") for index in range(12)]
+        assert server.markers() == set(batched)
+    direct = client.create("dt=9/after-the-server.csv")
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.markers == {*batched, direct}
+    assert found.batched and found.direct_count == 1
+    assert found.data_files == {f"{job.paths.dest}/{marker.data_file}" for marker in found.markers}
+    assert not [path for path in found.batched_files if path.endswith(".next")]  # objects: no staging
