@@ -62,6 +62,23 @@ def _parse_optional_path(key: str, value: str) -> str | None:
     return text or None
 
 
+MARKER_TYPES = ("direct", "batched")
+
+
+def _parse_marker_type(key: str, value: str) -> str:
+    text = value.strip().lower()
+    if text not in MARKER_TYPES:
+        raise ConfigError(f"{key}: expected one of {', '.join(MARKER_TYPES)}, got {value!r}")
+    return text
+
+
+def _parse_positive_number(key: str, value: str) -> float:
+    number = _parse_non_negative_number(key, value)
+    if number <= 0:
+        raise ConfigError(f"{key}: must be a number > 0, got {value!r}")
+    return number
+
+
 # Hadoop key -> (CommitterConfig field, parser)
 _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     MANIFEST_PREFIX + "io.threads": ("io_threads", _parse_positive_int),
@@ -85,6 +102,11 @@ _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     MANIFEST_PREFIX + "store.retry.interval": ("store_retry_interval", _parse_non_negative_number),
     MANIFEST_PREFIX + "store.retry.max.wait": ("store_retry_max_wait", _parse_non_negative_number),
     MANIFEST_PREFIX + "store.retry.max.time": ("store_retry_max_time", _parse_non_negative_number),
+    # Write markers of the transactional and upload protocols (CONTRACT §6).
+    MANIFEST_PREFIX + "markers.type": ("markers_type", _parse_marker_type),
+    MANIFEST_PREFIX + "markers.batch.interval.ms": ("markers_batch_interval_ms", _parse_positive_int),
+    MANIFEST_PREFIX + "markers.batch.threads": ("markers_batch_threads", _parse_positive_int),
+    MANIFEST_PREFIX + "heartbeat.expiry.seconds": ("heartbeat_expiry_seconds", _parse_positive_number),
     FILE_OUTPUT_PREFIX + "marksuccessfuljobs": ("mark_successful_jobs", _parse_bool),
     FILE_OUTPUT_PREFIX + "cleanup.skipped": ("cleanup_skipped", _parse_bool),
     FILE_OUTPUT_PREFIX + "cleanup-failures.ignored": ("cleanup_failures_ignored", _parse_bool),
@@ -130,6 +152,15 @@ class CommitterConfig:
     (``store.retry.max.time``). The cloud stores' clients do not retry on their own, so this bounds a call."""
     rename_batch_size: int = 128
     """Most files one unit of work renames; batching keeps per-file overhead in microseconds."""
+    markers_type: str = "batched"
+    """``direct``: one marker object per data file; ``batched``: through the driver's marker server
+    (``markers.type``)."""
+    markers_batch_interval_ms: int = 50
+    """Milliseconds between the marker server's batch flushes (``markers.batch.interval.ms``)."""
+    markers_batch_threads: int = 20
+    """Most ``MARKERS<i>`` files, and concurrent flushes, of the marker server (``markers.batch.threads``)."""
+    heartbeat_expiry_seconds: float = 120.0
+    """A direct-marker job whose heartbeat is older than this is dead (``heartbeat.expiry.seconds``)."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -138,6 +169,8 @@ class CommitterConfig:
             "manifest_save_attempts",
             "store_retry_attempts",
             "rename_batch_size",
+            "markers_batch_interval_ms",
+            "markers_batch_threads",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -146,6 +179,11 @@ class CommitterConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise ConfigError(f"{name}: must be a number of seconds >= 0, got {value!r}")
+        if self.markers_type not in MARKER_TYPES:
+            raise ConfigError(f"markers_type: must be one of {', '.join(MARKER_TYPES)}, got {self.markers_type!r}")
+        expiry = self.heartbeat_expiry_seconds
+        if isinstance(expiry, bool) or not isinstance(expiry, int | float) or not 0 < expiry < float("inf"):
+            raise ConfigError(f"heartbeat_expiry_seconds: must be a finite number of seconds > 0, got {expiry!r}")
         rate = self.io_rate_limit
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate < float("inf"):
             raise ConfigError(f"io_rate_limit: must be a finite number of operations per second >= 0, got {rate!r}")

@@ -1,0 +1,116 @@
+"""Reading markers back from the files alone: direct, batched, both, and crafted ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from manifest_committer.markers import BATCHED, DirectMarkers, Marker, MarkerError, read_markers
+from tests.markers.conftest import MarkerJob
+
+
+def write_batched(job: MarkerJob, files: dict[str, bytes], marker_type: bytes = BATCHED.encode()) -> None:
+    job.store.write_bytes(job.paths.type_file, marker_type)
+    for name, data in files.items():
+        job.store.write_bytes(f"{job.paths.markers_dir}/{name}", data)
+
+
+def test_no_markers_directory_is_no_markers(job: MarkerJob) -> None:
+    found = read_markers(job.store, job.paths, job.retry)
+    assert found.markers == frozenset()
+    assert found.data_files == frozenset()
+
+
+def test_batched_files_are_read_line_by_line(job: MarkerJob) -> None:
+    write_batched(
+        job, {"MARKERS0": b"a.csv.marker.CREATE\ndt=1/b.csv.marker.CREATE\n", "MARKERS7": b"c.marker.MERGE\n"}
+    )
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.batched
+    assert found.markers == {Marker("a.csv"), Marker("dt=1/b.csv"), Marker("c", "MERGE")}
+    assert found.data_files == {f"{job.paths.dest}/a.csv", f"{job.paths.dest}/dt=1/b.csv", f"{job.paths.dest}/c"}
+    assert len(found.batched_files) == 2
+
+
+def test_a_directory_holding_both_kinds_after_a_fallback_reads_both(job: MarkerJob) -> None:
+    write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\n"})
+    direct = DirectMarkers(job.store, job.paths, job.retry)
+    direct.create("dt=1/b.csv")
+    direct.create("a.csv")  # in both kinds: one marker
+    job.store.write_bytes(job.paths.server_state, b"{}")  # the directory's own state is not a marker
+    job.store.write_bytes(job.paths.heartbeat, b"{}")
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.markers == {Marker("a.csv"), Marker("dt=1/b.csv")}
+    assert found.direct_count == 2
+
+
+def test_staged_next_file_is_read_too(job: MarkerJob) -> None:
+    """A flush interrupted between deleting MARKERS0 and renaming MARKERS0.next leaves only the .next file."""
+    write_batched(job, {"MARKERS0.next": b"a.csv.marker.CREATE\n", "MARKERS1": b"b.csv.marker.CREATE\n"})
+    assert read_markers(job.store, job.paths, job.retry).markers == {Marker("a.csv"), Marker("b.csv")}
+
+
+def test_a_torn_last_line_is_ignored_not_trusted(job: MarkerJob) -> None:
+    write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\npart-0.parq"})
+    assert read_markers(job.store, job.paths, job.retry).markers == {Marker("a.csv")}
+
+
+@pytest.mark.parametrize(
+    ("content", "line", "complaint"),
+    [
+        (b"a.csv.marker.CREATE\n/etc/passwd.marker.CREATE\n", 2, "absolute"),
+        (b"../../victim.marker.CREATE\n", 1, "segment"),
+        (b"a.csv.marker.CREATE\n\nb.csv.marker.CREATE\n", 2, "not a marker"),
+        (b"dt=1//a.csv.marker.CREATE\n", 1, "segment"),
+        (b"a\x00b.marker.CREATE\n", 1, "NUL"),
+        (b"x.csv\n", 1, "not a marker"),
+        (b"_SUCCESS.marker.CREATE\n", 1, "commit record"),
+        (b"a.csv.marker.CREATE\r\n", 1, "not a marker"),
+    ],
+)
+def test_a_crafted_batched_file_is_refused_naming_file_and_line(
+    job: MarkerJob, content: bytes, line: int, complaint: str
+) -> None:
+    write_batched(job, {"MARKERS3": content})
+    with pytest.raises(MarkerError, match=complaint) as raised:
+        read_markers(job.store, job.paths, job.retry)
+    assert f"{job.paths.batched_file(3)} line {line}: " in str(raised.value)
+
+
+def test_a_batched_file_that_is_not_utf8_is_refused(job: MarkerJob) -> None:
+    write_batched(job, {"MARKERS0": b"\xff\xfe.marker.CREATE\n"})
+    with pytest.raises(MarkerError, match="MARKERS0: not UTF-8"):
+        read_markers(job.store, job.paths, job.retry)
+
+
+@pytest.mark.parametrize("marker_type", [b"TIMELINE_SERVER_BASED", b"", b"batched2"])
+def test_an_unknown_marker_type_is_refused_naming_it(job: MarkerJob, marker_type: bytes) -> None:
+    write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\n"}, marker_type)
+    with pytest.raises(MarkerError, match=f"MARKERS.type: unknown marker type {marker_type.decode()!r}"):
+        read_markers(job.store, job.paths, job.retry)
+
+
+def test_batched_files_without_a_type_are_refused(job: MarkerJob) -> None:
+    job.store.write_bytes(job.paths.batched_file(0), b"a.csv.marker.CREATE\n")
+    with pytest.raises(MarkerError, match=r"MARKERS0: a batched marker file in a directory without MARKERS\.type"):
+        read_markers(job.store, job.paths, job.retry)
+
+
+@pytest.mark.parametrize(
+    ("name", "complaint"),
+    [
+        ("dt=1/stray.txt", "is not a marker"),
+        ("x.csv.marker.DELETE", "unknown marker I/O type"),
+        ("dt=1/MARKERS0", "is not a marker"),
+    ],
+)
+def test_a_stray_file_in_the_markers_directory_is_refused_naming_it(job: MarkerJob, name: str, complaint: str) -> None:
+    """Only the top level holds the directory's own files; anything else must be a marker."""
+    DirectMarkers(job.store, job.paths, job.retry).create("a.csv")
+    job.store.write_bytes(f"{job.paths.markers_dir}/{name}", b"")
+    with pytest.raises(MarkerError, match=complaint) as raised:
+        read_markers(job.store, job.paths, job.retry)
+    assert str(raised.value).startswith(f"{job.paths.markers_dir}/{name}: ")
