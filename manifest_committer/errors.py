@@ -8,6 +8,8 @@ Hierarchy::
     ├── ManifestError                 a task manifest or summary that is missing, corrupt, of the wrong
     │   │                             type or version, or that points outside the job or destination
     │   └── DuplicateDestinationError two files claim one destination
+    ├── MarkerError                   a marker file or directory that cannot be trusted or read (names file, line)
+    ├── MarkerServerError             the marker server refused or failed a request, or cannot be reached
     ├── OutputConflictError           the destination holds something that is not this job's file
     ├── OutputValidationError         a committed file is missing or differs from its manifest entry
     └── UnsupportedStoreError         the store cannot give the guarantees the protocol needs
@@ -37,6 +39,14 @@ class ManifestError(CommitterError):
 
 class DuplicateDestinationError(ManifestError):
     """Two manifest entries, in one task or across tasks, name the same destination file."""
+
+
+class MarkerError(CommitterError):
+    """A marker file or directory that cannot be trusted or read: the message names the file (and line)."""
+
+
+class MarkerServerError(CommitterError):
+    """The marker server refused or failed a request (a failed flush), or cannot be reached."""
 
 
 class OutputConflictError(CommitterError):

@@ -19,18 +19,11 @@ from typing import Any, Literal
 
 import orjson
 
+from ..errors import MarkerError, MarkerServerError
 from ..retry import RetryPolicy, describe_error
 from ..store import StoreOperations
 from .direct import DirectMarkers
-from .layout import (
-    MARKER_EXTENSION,
-    Marker,
-    MarkerError,
-    MarkerPaths,
-    MarkerServerError,
-    MarkerStoreCalls,
-    parse_marker,
-)
+from .layout import MARKER_EXTENSION, Marker, MarkerPaths, MarkerStoreCalls, parse_marker
 from .server import CREATE_PATH, PING_PATH, ServerState
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import orjson
 
+from ..errors import MarkerError
 from ..retry import RetryPolicy, describe_error
 from ..store import StoreOperations
 from .client import ping, read_server_state
-from .layout import MarkerError, MarkerPaths, MarkerStoreCalls
+from .layout import MarkerPaths, MarkerStoreCalls
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..errors import CommitterError
+from ..errors import MarkerError
 from ..paths import TEMPORARY_DIR, JobPaths
 from ..retry import RetryPolicy
 from ..store import FileStatus, StoreOperations
@@ -49,14 +49,6 @@ _MARKER_NAME = re.compile(r"(?P<data>.+)\.marker\.(?P<type>[A-Za-z]+)\Z", re.DOT
 _RESERVED_PREFIXES = ("_committed_", "_started_")
 """Names of commit records of the transactional protocol: a marker naming one could make rollback delete a
 commit, so no marker may."""
-
-
-class MarkerError(CommitterError):
-    """A marker file or directory that cannot be trusted or read: the message names the file (and line)."""
-
-
-class MarkerServerError(CommitterError):
-    """The marker server refused or failed a request (a failed flush), or cannot be reached."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

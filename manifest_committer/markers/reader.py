@@ -12,6 +12,7 @@ import logging
 import posixpath
 from dataclasses import dataclass
 
+from ..errors import MarkerError
 from ..retry import RetryPolicy
 from ..store import StoreOperations
 from .layout import (
@@ -20,7 +21,6 @@ from .layout import (
     MARKERS_TYPE_FILE,
     SERVER_STATE_FILE,
     Marker,
-    MarkerError,
     MarkerPaths,
     MarkerStoreCalls,
     batched_file_index,

@@ -52,19 +52,10 @@ from typing import Any
 
 import orjson
 
+from ..errors import MarkerError, MarkerServerError
 from ..retry import RetryPolicy, describe_error
 from ..store import StoreOperations
-from .layout import (
-    BATCHED,
-    NEXT_SUFFIX,
-    Marker,
-    MarkerError,
-    MarkerPaths,
-    MarkerServerError,
-    MarkerStoreCalls,
-    batched_file_index,
-    parse_marker,
-)
+from .layout import BATCHED, NEXT_SUFFIX, Marker, MarkerPaths, MarkerStoreCalls, batched_file_index, parse_marker
 from .reader import parse_batched_lines, read_marker_type
 
 log = logging.getLogger(__name__)
