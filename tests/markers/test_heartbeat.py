@@ -22,18 +22,22 @@ def test_heartbeat_is_an_object_in_the_jobs_state_holding_the_drivers_time(job: 
 
 
 def test_a_running_heartbeat_keeps_the_job_alive_and_a_stopped_one_expires(job: MarkerJob) -> None:
-    with Heartbeat(job.store, job.paths, job.retry, expiry_seconds=0.4, interval=0.02):
+    # Generous expiry: on a loaded 2-core machine a beat thread may wait well beyond its interval.
+    with Heartbeat(job.store, job.paths, job.retry, expiry_seconds=5.0, interval=0.02):
         first = read_heartbeat(job.store, job.paths, job.retry)
-        time.sleep(0.6)
-        assert not job_liveness(job.store, job.paths, job.retry, expiry_seconds=0.4).dead
+        time.sleep(0.3)
+        assert not job_liveness(job.store, job.paths, job.retry, expiry_seconds=5.0).dead
         last = read_heartbeat(job.store, job.paths, job.retry)
         assert first is not None and last is not None and last > first
-    time.sleep(0.5)
+    stopped = read_heartbeat(job.store, job.paths, job.retry)
+    time.sleep(0.1)
+    assert read_heartbeat(job.store, job.paths, job.retry) == stopped, "no beat after the heartbeat stopped"
+    assert stopped is not None
 
-    liveness = job_liveness(job.store, job.paths, job.retry, expiry_seconds=0.4)
+    liveness = job_liveness(job.store, job.paths, job.retry, expiry_seconds=5.0, now=stopped + 5.1)
 
     assert liveness.dead
-    assert "expiry 0.4 s" in liveness.reason
+    assert "expiry 5 s" in liveness.reason
 
 
 @pytest.mark.parametrize(("age", "dead"), [(119.0, False), (121.0, True)])
