@@ -17,17 +17,12 @@ from manifest_committer.store.pending_upload import (
     PendingUpload,
     open_pending_upload,
 )
-from manifest_committer.store.s3 import S3Store, open_s3_store
+from manifest_committer.store.s3 import S3Store
 from tests.fixtures.emulators import Emulator
 
 MIB = 2**20
 
 pytestmark = pytest.mark.s3
-
-
-def _store(bucket: str) -> S3Store:
-    store, _ = open_s3_store(f"s3://{bucket}/out")
-    return store
 
 
 def _write(fs: Any, path: str, data: bytes, block_size: int | None = None) -> PendingUpload:
@@ -43,8 +38,8 @@ def _uploads(store: S3Store, bucket: str) -> list[tuple[str, str]]:
 # --- the writer ---------------------------------------------------------------------------------------------------
 
 
-def test_close_leaves_the_upload_incomplete_and_says_what_to_record(s3_bucket: str) -> None:
-    store = _store(s3_bucket)
+def test_close_leaves_the_upload_incomplete_and_says_what_to_record(s3_bucket: str, s3_store: S3Store) -> None:
+    store = s3_store
     path = f"{s3_bucket}/out/dt=1/part-0.csv"
     pending = _write(store.data_fs, path, b"a,b\n1,2\n")
     assert (pending.bucket, pending.key, pending.length) == (s3_bucket, "out/dt=1/part-0.csv", 8)
@@ -53,8 +48,8 @@ def test_close_leaves_the_upload_incomplete_and_says_what_to_record(s3_bucket: s
     assert _uploads(store, s3_bucket) == [(pending.key, pending.upload_id)]
 
 
-def test_parts_are_recorded_in_order_for_a_file_of_several_blocks(s3_bucket: str) -> None:
-    store = _store(s3_bucket)
+def test_parts_are_recorded_in_order_for_a_file_of_several_blocks(s3_bucket: str, s3_store: S3Store) -> None:
+    store = s3_store
     chunk = bytes(range(256)) * (MIB // 256)
     with open_pending_upload(store.data_fs, f"{s3_bucket}/out/big.bin", block_size=5 * MIB) as writer:
         for _ in range(12):  # streamed as an engine writes: a part leaves whenever 5 MiB are buffered
@@ -67,8 +62,8 @@ def test_parts_are_recorded_in_order_for_a_file_of_several_blocks(s3_bucket: str
     assert store.read_bytes(f"{s3_bucket}/out/big.bin") == chunk * 12
 
 
-def test_an_empty_file_starts_no_upload(s3_bucket: str) -> None:
-    store = _store(s3_bucket)
+def test_an_empty_file_starts_no_upload(s3_bucket: str, s3_store: S3Store) -> None:
+    store = s3_store
     with open_pending_upload(store.data_fs, f"{s3_bucket}/out/empty") as writer:
         pass
     pending = writer.pending
@@ -78,8 +73,8 @@ def test_an_empty_file_starts_no_upload(s3_bucket: str) -> None:
     assert store.info(f"{s3_bucket}/out/empty") is None
 
 
-def test_the_upload_carries_the_writers_token(s3_bucket: str) -> None:
-    store = _store(s3_bucket)
+def test_the_upload_carries_the_writers_token(s3_bucket: str, s3_store: S3Store) -> None:
+    store = s3_store
     pending = _write(store.data_fs, f"{s3_bucket}/out/a", b"x")
     assert pending.token is not None
     store.complete_upload(pending)
@@ -87,9 +82,9 @@ def test_the_upload_carries_the_writers_token(s3_bucket: str) -> None:
     assert head["Metadata"][TOKEN_METADATA_KEY] == pending.token
 
 
-def test_a_users_transaction_does_not_complete_the_writers_uploads(s3_bucket: str) -> None:
+def test_a_users_transaction_does_not_complete_the_writers_uploads(s3_bucket: str, s3_store: S3Store) -> None:
     """fsspec's open() registers non-autocommit files in fs.transaction; a user's transaction would complete them."""
-    store = _store(s3_bucket)
+    store = s3_store
     fs = store.data_fs
     path = f"{s3_bucket}/out/in-transaction"
     with fs.transaction:
@@ -101,8 +96,8 @@ def test_a_users_transaction_does_not_complete_the_writers_uploads(s3_bucket: st
     assert _uploads(store, s3_bucket) == [("out/in-transaction", writer.pending.upload_id)]
 
 
-def test_a_failed_write_aborts_its_upload(s3_bucket: str) -> None:
-    store = _store(s3_bucket)
+def test_a_failed_write_aborts_its_upload(s3_bucket: str, s3_store: S3Store) -> None:
+    store = s3_store
     with (
         pytest.raises(RuntimeError, match="engine failed"),
         open_pending_upload(store.data_fs, f"{s3_bucket}/out/failed", block_size=5 * MIB) as writer,
@@ -114,8 +109,8 @@ def test_a_failed_write_aborts_its_upload(s3_bucket: str) -> None:
         _ = writer.pending
 
 
-def test_pending_is_unavailable_while_the_writer_is_open(s3_bucket: str) -> None:
-    store = _store(s3_bucket)
+def test_pending_is_unavailable_while_the_writer_is_open(s3_bucket: str, s3_store: S3Store) -> None:
+    store = s3_store
     writer = open_pending_upload(store.data_fs, f"{s3_bucket}/out/open")
     with pytest.raises(ValueError, match=r"out/open: no pending upload"):
         _ = writer.pending
@@ -128,8 +123,10 @@ def _write_in_child(path: str, data: bytes, storage_options: dict[str, Any]) -> 
     return _write(fs, path, data).to_dict()
 
 
-def test_a_writer_in_another_process_is_completed_by_the_parent(s3_bucket: str, moto_s3: Emulator) -> None:
-    store = _store(s3_bucket)
+def test_a_writer_in_another_process_is_completed_by_the_parent(
+    s3_bucket: str, s3_store: S3Store, moto_s3: Emulator
+) -> None:
+    store = s3_store
     path = f"{s3_bucket}/out/from-child"
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         document = pool.submit(_write_in_child, path, b"written by a task", moto_s3.storage_options).result(60)
