@@ -96,6 +96,19 @@ def client_error_details(error: BaseException) -> tuple[str | None, int | None] 
     return (str(code) if code is not None else None, status if isinstance(status, int) else None)
 
 
+def _client_error_in_chain(error: BaseException) -> tuple[str | None, int | None] | None:
+    """``client_error_details`` of ``error`` or of its first explicit cause that is a ``ClientError``."""
+    current: BaseException | None = error
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen:
+        details = client_error_details(current)
+        if details is not None:
+            return details
+        seen.add(id(current))
+        current = current.__cause__
+    return None
+
+
 def is_transient_s3(error: BaseException) -> bool:
     """An S3 error (botocore's, or s3fs's translation of it) that a retry may cure.
 
@@ -233,29 +246,7 @@ class S3Store(StoreOperations):
         - any other error: unchanged (the store's ``is_transient`` says whether to call again).
         """
         try:
-            if pending.upload_id is None:
-                self._require("PutObject", "IfNoneMatch", pending.path)
-                metadata = {TOKEN_METADATA_KEY: pending.token} if pending.token else {}
-                result = self._call(
-                    "put_object", Bucket=pending.bucket, Key=pending.key, Body=b"", IfNoneMatch="*", Metadata=metadata
-                )
-            else:
-                self._require("CompleteMultipartUpload", "IfNoneMatch", pending.path)
-                parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(pending.etags, start=1)]
-                size = (
-                    {"MpuObjectSize": pending.length}
-                    if self._accepts("CompleteMultipartUpload", "MpuObjectSize")
-                    else {}
-                )
-                result = self._call(
-                    "complete_multipart_upload",
-                    Bucket=pending.bucket,
-                    Key=pending.key,
-                    UploadId=pending.upload_id,
-                    MultipartUpload={"Parts": parts},
-                    IfNoneMatch="*",
-                    **size,
-                )
+            result = self._publish(pending)
         except FileExistsError:
             # 412: an object is at the key. Ours, if an earlier completion took effect but its answer was lost.
             etag = self.holds(pending)
@@ -278,6 +269,50 @@ class S3Store(StoreOperations):
                 ) from None
             return etag
         return str(result.get("ETag", "")).strip('"')
+
+    def _publish(self, pending: PendingUpload) -> dict[str, Any]:
+        """The one conditional request of ``complete_upload``, its answers made exact.
+
+        s3fs makes a 412 ``FileExistsError`` only when S3 names the ``If-None-Match`` condition; any 412 here is
+        that condition. A 409 (``ConditionalRequestConflict``, a concurrent write to the key) means, for a
+        completion, that this upload can never be completed: said so, and never transient.
+        """
+        try:
+            if pending.upload_id is None:
+                self._require("PutObject", "IfNoneMatch", pending.path)
+                metadata = {TOKEN_METADATA_KEY: pending.token} if pending.token else {}
+                return self._call(
+                    "put_object", Bucket=pending.bucket, Key=pending.key, Body=b"", IfNoneMatch="*", Metadata=metadata
+                )
+            self._require("CompleteMultipartUpload", "IfNoneMatch", pending.path)
+            parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(pending.etags, start=1)]
+            size = (
+                {"MpuObjectSize": pending.length} if self._accepts("CompleteMultipartUpload", "MpuObjectSize") else {}
+            )
+            return self._call(
+                "complete_multipart_upload",
+                Bucket=pending.bucket,
+                Key=pending.key,
+                UploadId=pending.upload_id,
+                MultipartUpload={"Parts": parts},
+                IfNoneMatch="*",
+                **size,
+            )
+        except (FileExistsError, FileNotFoundError):
+            raise
+        except OSError as error:
+            details = _client_error_in_chain(error)
+            code, status = details if details is not None else (None, None)
+            if code == "PreconditionFailed" or status == 412:
+                raise FileExistsError(errno.EEXIST, f"precondition failed: {error}", pending.path) from error
+            if code == "ConditionalRequestConflict" or status == 409:
+                raise OSError(
+                    errno.EIO,
+                    f"S3 answered 409 ({code}): a concurrent write to the key; upload {pending.upload_id} can no "
+                    "longer be completed and its data must be uploaded again",
+                    pending.path,
+                ) from error
+            raise
 
     def holds(self, pending: PendingUpload) -> str | None:
         """The ETag of the object at ``pending``'s key if it is provably that upload's; ``None`` if provably not.

@@ -377,3 +377,55 @@ def test_a_listing_that_never_advances_is_an_error(
 def test_open_store_refuses_s3_before_connecting() -> None:
     with pytest.raises(mc.UnsupportedStoreError, match="upload"):
         open_store("s3://bucket/out")
+
+
+def _answer_complete_with(store: S3Store, monkeypatch: pytest.MonkeyPatch, make: Callable[[], BaseException]) -> None:
+    real = store._call
+
+    def answer(method: str, **kwargs: Any) -> dict[str, Any]:
+        if method == "complete_multipart_upload":
+            raise make()
+        return real(method, **kwargs)
+
+    monkeypatch.setattr(store, "_call", answer)
+
+
+def test_a_412_that_does_not_name_its_condition_is_still_a_conflict(
+    s3_bucket: str, s3_store: S3Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """s3fs makes a 412 FileExistsError only when S3 names If-None-Match; otherwise an OSError(EINVAL)."""
+    from botocore.exceptions import ClientError
+    from s3fs.errors import translate_boto_error
+
+    store = s3_store
+    path = f"{s3_bucket}/out/taken"
+    store.fs.pipe_file(path, b"someone else's")
+    pending = _pending(store, path, b"mine")
+    answer = {"Error": {"Code": "PreconditionFailed", "Message": "x"}, "ResponseMetadata": {"HTTPStatusCode": 412}}
+    bare = translate_boto_error(ClientError(answer, "CompleteMultipartUpload"))
+    assert type(bare) is OSError
+    _answer_complete_with(
+        store, monkeypatch, lambda: translate_boto_error(ClientError(answer, "CompleteMultipartUpload"))
+    )
+    with pytest.raises(FileExistsError, match="another object is at the key"):
+        store.complete_upload(pending)
+    assert store.read_bytes(path) == b"someone else's"
+
+
+def test_a_409_on_complete_says_the_upload_is_lost_and_is_not_retried(
+    s3_bucket: str, s3_store: S3Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = s3_store
+    path = f"{s3_bucket}/out/conflict"
+    pending = _pending(store, path, b"data")
+    conflict = s3_error("ConditionalRequestConflict", 409, "injected", "CompleteMultipartUpload")
+    _answer_complete_with(store, monkeypatch, conflict)
+    calls = []
+
+    def complete() -> str:
+        calls.append(1)
+        return store.complete_upload(pending)
+
+    with pytest.raises(OSError, match=rf"409 \(ConditionalRequestConflict\).*uploaded again.*{path}"):
+        _retry(store).call(complete)
+    assert len(calls) == 1
