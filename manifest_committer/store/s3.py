@@ -223,8 +223,8 @@ class S3Store(StoreOperations):
         self._require("PutObject", "IfNoneMatch", path)
         bucket, key, _ = self.fs.split_path(path)
         try:
-            result = self._call(
-                "put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*", Metadata=dict(metadata or {})
+            result = self._conditional_call(
+                "put_object", path, Bucket=bucket, Key=key, Body=data, IfNoneMatch="*", Metadata=dict(metadata or {})
             )
         except FileExistsError:
             raise FileExistsError(errno.EEXIST, "an object is already at the key (412)", path) from None
@@ -270,49 +270,58 @@ class S3Store(StoreOperations):
             return etag
         return str(result.get("ETag", "")).strip('"')
 
-    def _publish(self, pending: PendingUpload) -> dict[str, Any]:
-        """The one conditional request of ``complete_upload``, its answers made exact.
+    def _conditional_call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """``_call`` of a request with ``If-None-Match: *``, its answers made exact.
 
         s3fs makes a 412 ``FileExistsError`` only when S3 names the ``If-None-Match`` condition; any 412 here is
         that condition. A 409 (``ConditionalRequestConflict``, a concurrent write to the key) means, for a
-        completion, that this upload can never be completed: said so, and never transient.
+        completion, that the upload can never be completed: said so, and never transient.
         """
         try:
-            if pending.upload_id is None:
-                self._require("PutObject", "IfNoneMatch", pending.path)
-                metadata = {TOKEN_METADATA_KEY: pending.token} if pending.token else {}
-                return self._call(
-                    "put_object", Bucket=pending.bucket, Key=pending.key, Body=b"", IfNoneMatch="*", Metadata=metadata
-                )
-            self._require("CompleteMultipartUpload", "IfNoneMatch", pending.path)
-            parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(pending.etags, start=1)]
-            size = (
-                {"MpuObjectSize": pending.length} if self._accepts("CompleteMultipartUpload", "MpuObjectSize") else {}
-            )
-            return self._call(
-                "complete_multipart_upload",
-                Bucket=pending.bucket,
-                Key=pending.key,
-                UploadId=pending.upload_id,
-                MultipartUpload={"Parts": parts},
-                IfNoneMatch="*",
-                **size,
-            )
+            return self._call(method, **kwargs)
         except (FileExistsError, FileNotFoundError):
             raise
         except OSError as error:
             details = _client_error_in_chain(error)
             code, status = details if details is not None else (None, None)
             if code == "PreconditionFailed" or status == 412:
-                raise FileExistsError(errno.EEXIST, f"precondition failed: {error}", pending.path) from error
+                raise FileExistsError(errno.EEXIST, f"precondition failed: {error}", path) from error
             if code == "ConditionalRequestConflict" or status == 409:
                 raise OSError(
                     errno.EIO,
-                    f"S3 answered 409 ({code}): a concurrent write to the key; upload {pending.upload_id} can no "
-                    "longer be completed and its data must be uploaded again",
-                    pending.path,
+                    f"S3 answered 409 ({code}): a concurrent write to the key; the write can no longer succeed "
+                    "as it is and its data must be uploaded again",
+                    path,
                 ) from error
             raise
+
+    def _publish(self, pending: PendingUpload) -> dict[str, Any]:
+        """The one conditional request of ``complete_upload``."""
+        if pending.upload_id is None:
+            self._require("PutObject", "IfNoneMatch", pending.path)
+            metadata = {TOKEN_METADATA_KEY: pending.token} if pending.token else {}
+            return self._conditional_call(
+                "put_object",
+                pending.path,
+                Bucket=pending.bucket,
+                Key=pending.key,
+                Body=b"",
+                IfNoneMatch="*",
+                Metadata=metadata,
+            )
+        self._require("CompleteMultipartUpload", "IfNoneMatch", pending.path)
+        parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(pending.etags, start=1)]
+        size = {"MpuObjectSize": pending.length} if self._accepts("CompleteMultipartUpload", "MpuObjectSize") else {}
+        return self._conditional_call(
+            "complete_multipart_upload",
+            pending.path,
+            Bucket=pending.bucket,
+            Key=pending.key,
+            UploadId=pending.upload_id,
+            MultipartUpload={"Parts": parts},
+            IfNoneMatch="*",
+            **size,
+        )
 
     def holds(self, pending: PendingUpload) -> str | None:
         """The ETag of the object at ``pending``'s key if it is provably that upload's; ``None`` if provably not.
