@@ -12,6 +12,7 @@ Hierarchy::
     ├── MarkerServerError             the marker server refused or failed a request, or cannot be reached
     ├── OutputConflictError           the destination holds something that is not this job's file
     ├── OutputValidationError         a committed file is missing or differs from its manifest entry
+    ├── UploadOutcomeUnknownError     a retried upload completion whose result the evidence cannot decide
     └── UnsupportedStoreError         the store cannot give the guarantees the protocol needs
 
 Errors of the filesystem itself (``FileNotFoundError``, ``PermissionError``, backend errors) pass through
@@ -59,3 +60,11 @@ class OutputValidationError(CommitterError):
 
 class UnsupportedStoreError(CommitterError):
     """The filesystem lacks an operation the protocol depends on (such as a safe single-file rename)."""
+
+
+class UploadOutcomeUnknownError(CommitterError):
+    """A completion was retried and the object now at the key cannot be proved to be, or not to be, this upload's.
+
+    Raised instead of guessing: treating another writer's object as ours would lose a file silently, and
+    treating ours as a conflict would fail a job that committed.
+    """

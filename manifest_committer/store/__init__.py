@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from .factory import open_store
-from .faults import Fault, FaultInjectingStore, azure_operation_timed_out, azure_server_busy, gcs_http_error
+from .faults import (
+    Fault,
+    FaultInjectingStore,
+    azure_operation_timed_out,
+    azure_server_busy,
+    gcs_http_error,
+    s3_error,
+    s3_internal_error,
+    s3_slow_down,
+)
 from .operations import FileStatus, StoreCapabilities, StoreOperations
 from .rate_limit import RateLimitedStore, TokenBucket
 from .transient import is_transient_azure, is_transient_gcs, is_transient_generic
@@ -23,4 +32,7 @@ __all__ = [
     "is_transient_gcs",
     "is_transient_generic",
     "open_store",
+    "s3_error",
+    "s3_internal_error",
+    "s3_slow_down",
 ]

@@ -17,9 +17,10 @@ S3_PROTOCOLS = frozenset({"s3", "s3a", "s3n"})
 
 _S3_REASON = (
     "S3 has no rename: s3fs moves a file by copy then delete, and overwrites whatever is at the destination, "
-    "so a job commit could replace another writer's file and a crash leaves files half-moved. Use a committer "
-    "made for S3 (Hadoop's S3A magic or staging committers, or a table format such as Iceberg or Delta), "
-    "or write to abfs://, gs://, a local or mounted filesystem instead"
+    "so the manifest protocol cannot commit there safely. S3's way is the `upload` protocol (being built: "
+    "tasks write multipart uploads to the final keys, and job commit completes them with conditional writes, "
+    "never overwriting and never copying); until it lands, use Hadoop's S3A magic committer or a table format "
+    "such as Iceberg or Delta, or write to abfs://, gs://, a local or mounted filesystem instead"
 )
 
 

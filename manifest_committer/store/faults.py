@@ -158,3 +158,48 @@ def gcs_http_error(code: int = 503) -> Callable[[], BaseException]:
         return error
 
     return make
+
+
+def s3_error(
+    code: str = "SlowDown",
+    status: int = 503,
+    message: str = "injected: Please reduce your request rate.",
+    operation: str = "PutObject",
+    *,
+    translated: bool = True,
+) -> Callable[[], BaseException]:
+    """A factory of the error an S3 call raises for ``code``/``status``.
+
+    ``translated``: as s3fs raises it (``s3fs.errors.translate_boto_error``: ``SlowDown`` and 503 become
+    ``OSError(EBUSY)``, 500 ``OSError(EREMOTEIO)``, ``RequestTimeout`` ``TimeoutError``, a 412 on
+    ``If-None-Match`` ``FileExistsError``, with botocore's ``ClientError`` as ``__cause__``); otherwise the bare
+    ``ClientError`` a botocore client raises.
+    """
+
+    def make() -> BaseException:
+        from botocore.exceptions import ClientError
+
+        details: dict[str, Any] = {"Code": code, "Message": message}
+        if code == "PreconditionFailed":
+            details["Condition"] = "If-None-Match"
+        error: BaseException = ClientError(
+            {"Error": details, "ResponseMetadata": {"HTTPStatusCode": status}}, operation
+        )
+        if not translated:
+            return error
+        from s3fs.errors import translate_boto_error
+
+        result: BaseException = translate_boto_error(error)
+        return result
+
+    return make
+
+
+def s3_slow_down() -> BaseException:
+    """What s3fs raises when S3 throttles: ``OSError(EBUSY)`` from a ``SlowDown`` 503 ``ClientError``."""
+    return s3_error()()
+
+
+def s3_internal_error() -> BaseException:
+    """What s3fs raises for S3's ``InternalError`` 500: ``OSError(EREMOTEIO)``."""
+    return s3_error("InternalError", 500, "injected: We encountered an internal error. Please try again.")()

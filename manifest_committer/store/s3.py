@@ -1,0 +1,410 @@
+"""Amazon S3 through s3fs (``s3://``, ``s3a://``): the store calls of the ``upload`` protocol.
+
+S3 has no rename, so the manifest protocol refuses it (``factory.open_store``). What S3 has instead is enough
+for a committer: a multipart upload stays invisible until it is completed, and both ``PutObject`` and
+``CompleteMultipartUpload`` accept ``If-None-Match: *``, which makes the write fail with 412 rather than
+replace an object. This binding gives the ``upload`` protocol those calls, each with one exact promise:
+
+- ``put_if_absent``: create an object, never replace one.
+- ``complete_upload``: publish a ``PendingUpload`` at its key, never replacing an object; repeatable after a lost
+  answer, deciding "already ours" or "conflict" from evidence (the writer's token in the object's metadata,
+  and the multipart ETag computed from the parts' ETags), never by guessing.
+- ``abort_upload``: make one upload go away.
+- ``list_uploads``: the incomplete uploads under one prefix, across every page. s3fs's
+  ``list_multipart_uploads`` takes no prefix and reads one page; its ``clear_multipart_uploads`` aborts every
+  upload of the bucket, other jobs' too, and is never used here.
+
+The committer's calls go through a private s3fs instance whose retries (s3fs's own loop and botocore's) are
+switched off, so the committer's retry policy alone decides how long a call may take; tasks write through
+fsspec's shared instance, which keeps them. ``is_transient`` says which S3 errors that policy may retry:
+throttling (``SlowDown``, 503), server errors (500, ``InternalError``), ``RequestTimeout`` and lost
+connections. A 412 (precondition failed) and a 409 (``ConditionalRequestConflict``: "re-upload the parts") are
+answers, not accidents.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..errors import UnsupportedStoreError, UploadOutcomeUnknownError
+from ..urls import decode_path, split_url
+from .operations import AUTH_STATUS_CODES, StoreCapabilities, StoreOperations
+from .pending_upload import TOKEN_METADATA_KEY, PendingUpload
+from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, is_transient_generic
+
+log = logging.getLogger(__name__)
+
+S3_SCHEMES = ("s3", "s3a")
+
+S3_RETRYABLE_ERROR_CODES = frozenset(
+    {
+        "SlowDown",
+        "ServiceUnavailable",
+        "InternalError",
+        "RequestTimeout",
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "TooManyRequestsException",
+    }
+)
+"""S3 error codes (``<Code>`` of the error document) that a retry may cure."""
+
+S3_DEFINITE_ERROR_CODES = frozenset(
+    {"PreconditionFailed", "ConditionalRequestConflict", "NoSuchUpload", "NoSuchKey", "NoSuchBucket", "InvalidPart"}
+)
+"""Answers a retry would only repeat; ``ConditionalRequestConflict`` (409) on a completion means the parts must be
+uploaded again under a new upload, which a retry of the same call cannot do."""
+
+_CONNECTION_ERROR_NAMES = frozenset(
+    {
+        # botocore: the request never reached S3, or its answer never came back whole.
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ConnectionClosedError",
+        "ProxyConnectionError",
+        "HTTPClientError",
+        "ResponseStreamingError",
+        "IncompleteReadError",
+        # botocore cannot parse a throttling answer that arrived as invalid XML (s3fs retries it for that reason).
+        "ResponseParserError",
+        # fsspec's timeout around an s3fs call.
+        "FSTimeoutError",
+    }
+)
+
+_AUTH_ERROR_CODES = frozenset(
+    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "AllAccessDisabled"}
+)
+
+S3_CAPABILITIES = StoreCapabilities(atomic_rename=False, etags_preserved_in_rename=False, real_directories=False)
+"""No rename at all: the ``upload`` protocol never renames (``rename_file`` is refused)."""
+
+
+def client_error_details(error: BaseException) -> tuple[str | None, int | None] | None:
+    """``(code, HTTP status)`` of a botocore ``ClientError``, or ``None`` for any other error."""
+    response = getattr(error, "response", None)
+    if not isinstance(response, dict) or "Error" not in response:
+        return None
+    code = response.get("Error", {}).get("Code")
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return (str(code) if code is not None else None, status if isinstance(status, int) else None)
+
+
+def _client_error_in_chain(error: BaseException) -> tuple[str | None, int | None] | None:
+    """``client_error_details`` of ``error`` or of its first explicit cause that is a ``ClientError``."""
+    current: BaseException | None = error
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen:
+        details = client_error_details(current)
+        if details is not None:
+            return details
+        seen.add(id(current))
+        current = current.__cause__
+    return None
+
+
+def is_transient_s3(error: BaseException) -> bool:
+    """An S3 error (botocore's, or s3fs's translation of it) that a retry may cure.
+
+    s3fs turns ``SlowDown``/503 into ``OSError(EBUSY)``, 500 into ``OSError(EREMOTEIO)`` and ``RequestTimeout``
+    into ``TimeoutError`` (all transient everywhere); other codes become ``OSError(EIO)`` with botocore's
+    ``ClientError`` as ``__cause__``, which ``S3Store.is_transient`` follows.
+    """
+    if is_transient_generic(error):
+        return True
+    if {cls.__name__ for cls in type(error).__mro__} & _CONNECTION_ERROR_NAMES:
+        return True
+    details = client_error_details(error)
+    if details is None:
+        return False
+    code, status = details
+    if code in S3_DEFINITE_ERROR_CODES:
+        return False
+    return code in S3_RETRYABLE_ERROR_CODES or status in RETRYABLE_STATUS_CODES
+
+
+def without_client_retries(fs: Any) -> Any:
+    """``fs`` (an s3fs filesystem not yet connected) with s3fs's and botocore's retries switched off.
+
+    s3fs retries ``SlowDown`` and connection errors five times in its own loop, and botocore retries throttling
+    and 5xx answers under its retry mode; either would hide a storm from the committer's policy and stretch one
+    store call far past its time limit. One attempt each; the committer's policy retries.
+    """
+    fs.retries = 1  # s3fs's _error_wrapper: range(retries) attempts
+    fs.config_kwargs = {**fs.config_kwargs, "retries": {"total_max_attempts": 1, "mode": "standard"}}
+    if getattr(fs, "_s3", None) is not None:  # connected already: rebuild the client with the new config
+        fs.connect(refresh=True)
+    return fs
+
+
+@dataclass(frozen=True, slots=True)
+class IncompleteUpload:
+    """One multipart upload that is neither completed nor aborted, as S3 lists it."""
+
+    bucket: str
+    key: str
+    upload_id: str
+    initiated: datetime | None
+
+    @property
+    def path(self) -> str:
+        return f"{self.bucket}/{self.key}"
+
+
+class S3Store(StoreOperations):
+    """S3 via s3fs, for the ``upload`` protocol: conditional creates and completions, upload listing and aborts.
+
+    The generic probes and deletes of ``StoreOperations`` work on s3fs as they are; ``rename_file`` is refused.
+    """
+
+    capabilities = S3_CAPABILITIES
+
+    def __init__(self, fs: Any, scheme: str = "s3", data_fs: Any = None) -> None:
+        super().__init__(fs, scheme, data_fs)
+
+    def from_url(self, url: str) -> str:
+        scheme, authority, path = split_url(url)
+        if scheme not in S3_SCHEMES:
+            raise ValueError(f"{url} is not an s3:// URL")
+        return decode_path(f"{authority}{path}" if authority else path.lstrip("/"))
+
+    # --- errors -----------------------------------------------------------------------------------------------
+
+    def is_transient(self, error: BaseException) -> bool:
+        return caused_by_transient(error, is_transient_s3)
+
+    def _is_auth_error_here(self, error: BaseException) -> bool:
+        """s3fs's ``PermissionError`` (``AccessDenied``), botocore's ``NoCredentialsError``, or a 401/403 answer."""
+        if super()._is_auth_error_here(error):
+            return True
+        if {cls.__name__ for cls in type(error).__mro__} & {"NoCredentialsError", "PartialCredentialsError"}:
+            return True
+        details = client_error_details(error)
+        return details is not None and (details[0] in _AUTH_ERROR_CODES or details[1] in AUTH_STATUS_CODES)
+
+    # --- no rename --------------------------------------------------------------------------------------------
+
+    def rename_file(self, source: str, dest: str) -> None:
+        """Refused: s3fs's move is copy + delete that overwrites; the ``upload`` protocol never renames."""
+        raise UnsupportedStoreError(f"{source} -> {dest}: S3 has no rename; the upload protocol does not rename")
+
+    # --- the upload protocol's calls --------------------------------------------------------------------------
+
+    def _call(self, method: str, **kwargs: Any) -> dict[str, Any]:
+        """One S3 request through the committer's client (no retries; errors as s3fs translates them)."""
+        result: dict[str, Any] = self.fs.call_s3(method, **kwargs)
+        return result
+
+    def _accepts(self, operation: str, parameter: str) -> bool:
+        """Whether this botocore knows ``parameter`` of ``operation``: s3fs silently drops parameters it does not."""
+        model = self.fs.s3.meta.service_model.operation_model(operation)
+        return parameter in model.input_shape.members
+
+    def _require(self, operation: str, parameter: str, path: str) -> None:
+        if not self._accepts(operation, parameter):
+            raise UnsupportedStoreError(
+                f"{path}: this botocore cannot send {parameter} on {operation} (it would silently overwrite); "
+                "install botocore > 1.35.20"
+            )
+
+    def put_if_absent(self, path: str, data: bytes, metadata: dict[str, str] | None = None) -> str:
+        """Create the object ``path`` (``bucket/key``) holding ``data``; returns its ETag.
+
+        ``PutObject`` with ``If-None-Match: *``: ``FileExistsError`` (412) if any object is at the key, which is
+        then left as it was. Not repeatable by itself: after a lost answer a retry reports ``FileExistsError`` for
+        our own object; ``complete_upload`` resolves that case for pending uploads.
+        """
+        self._require("PutObject", "IfNoneMatch", path)
+        bucket, key, _ = self.fs.split_path(path)
+        try:
+            result = self._conditional_call(
+                "put_object", path, Bucket=bucket, Key=key, Body=data, IfNoneMatch="*", Metadata=dict(metadata or {})
+            )
+        except FileExistsError:
+            raise FileExistsError(errno.EEXIST, "an object is already at the key (412)", path) from None
+        return str(result.get("ETag", "")).strip('"')
+
+    def complete_upload(self, pending: PendingUpload) -> str:
+        """Publish ``pending`` at its key, never replacing an object; returns the new object's ETag.
+
+        A multipart upload is completed with ``If-None-Match: *`` (and ``MpuObjectSize``, a length check, where
+        botocore has it; moto ignores it); an empty file (no upload) is put as an empty object with
+        ``If-None-Match: *`` and the writer's token. Outcomes:
+
+        - returns: the key holds this upload's object (completed now, or by an earlier call whose answer was
+          lost: decided from evidence, see ``holds``);
+        - ``FileExistsError``: another object is at the key; nothing changed, the upload stays incomplete;
+        - ``FileNotFoundError``: the upload no longer exists (aborted) and the key does not hold its object;
+        - ``UploadOutcomeUnknownError``: a 412 or a vanished upload, and the evidence cannot say whose the object
+          at the key is (part ETags not MD5s, and no token);
+        - any other error: unchanged (the store's ``is_transient`` says whether to call again).
+        """
+        try:
+            result = self._publish(pending)
+        except FileExistsError:
+            # 412: an object is at the key. Ours, if an earlier completion took effect but its answer was lost.
+            etag = self.holds(pending)
+            if etag is None:
+                raise FileExistsError(
+                    errno.EEXIST,
+                    f"another object is at the key; upload {pending.upload_id} not completed",
+                    pending.path,
+                ) from None
+            log.info("Completion of %s was already done by an earlier attempt (upload %s)", pending.path, etag)
+            return etag
+        except FileNotFoundError:
+            # NoSuchUpload: completed by an earlier attempt whose answer was lost, or aborted.
+            etag = self.holds(pending)
+            if etag is None:
+                raise FileNotFoundError(
+                    errno.ENOENT,
+                    f"upload {pending.upload_id} no longer exists and the key does not hold its object",
+                    pending.path,
+                ) from None
+            return etag
+        return str(result.get("ETag", "")).strip('"')
+
+    def _conditional_call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """``_call`` of a request with ``If-None-Match: *``, its answers made exact.
+
+        s3fs makes a 412 ``FileExistsError`` only when S3 names the ``If-None-Match`` condition; any 412 here is
+        that condition. A 409 (``ConditionalRequestConflict``, a concurrent write to the key) means, for a
+        completion, that the upload can never be completed: said so, and never transient.
+        """
+        try:
+            return self._call(method, **kwargs)
+        except (FileExistsError, FileNotFoundError):
+            raise
+        except OSError as error:
+            details = _client_error_in_chain(error)
+            code, status = details if details is not None else (None, None)
+            if code == "PreconditionFailed" or status == 412:
+                raise FileExistsError(errno.EEXIST, f"precondition failed: {error}", path) from error
+            if code == "ConditionalRequestConflict" or status == 409:
+                raise OSError(
+                    errno.EIO,
+                    f"S3 answered 409 ({code}): a concurrent write to the key; the write can no longer succeed "
+                    "as it is and its data must be uploaded again",
+                    path,
+                ) from error
+            raise
+
+    def _publish(self, pending: PendingUpload) -> dict[str, Any]:
+        """The one conditional request of ``complete_upload``."""
+        if pending.upload_id is None:
+            self._require("PutObject", "IfNoneMatch", pending.path)
+            metadata = {TOKEN_METADATA_KEY: pending.token} if pending.token else {}
+            return self._conditional_call(
+                "put_object",
+                pending.path,
+                Bucket=pending.bucket,
+                Key=pending.key,
+                Body=b"",
+                IfNoneMatch="*",
+                Metadata=metadata,
+            )
+        self._require("CompleteMultipartUpload", "IfNoneMatch", pending.path)
+        parts = [{"PartNumber": number, "ETag": etag} for number, etag in enumerate(pending.etags, start=1)]
+        size = {"MpuObjectSize": pending.length} if self._accepts("CompleteMultipartUpload", "MpuObjectSize") else {}
+        return self._conditional_call(
+            "complete_multipart_upload",
+            pending.path,
+            Bucket=pending.bucket,
+            Key=pending.key,
+            UploadId=pending.upload_id,
+            MultipartUpload={"Parts": parts},
+            IfNoneMatch="*",
+            **size,
+        )
+
+    def holds(self, pending: PendingUpload) -> str | None:
+        """The ETag of the object at ``pending``'s key if it is provably that upload's; ``None`` if provably not.
+
+        Evidence: the writer's token in the object's metadata, when ``pending`` has one, and the multipart ETag
+        computed from the part ETags, when they are plain MD5s. Both must agree where both exist. Without either,
+        ``UploadOutcomeUnknownError``: the caller must not guess.
+        """
+        try:
+            head = self._call("head_object", Bucket=pending.bucket, Key=pending.key)
+        except FileNotFoundError:
+            return None
+        etag = str(head.get("ETag", "")).strip('"').lower()
+        expected = pending.expected_etag()
+        if pending.token is None and expected is None:
+            raise UploadOutcomeUnknownError(
+                f"s3://{pending.path}: an object is at the key, and upload {pending.upload_id} has neither a token "
+                "nor MD5 part ETags to tell whether it is this upload's; resolve by hand"
+            )
+        if expected is not None and etag != expected:
+            return None
+        if pending.token is not None:
+            metadata = {str(name).lower(): value for name, value in (head.get("Metadata") or {}).items()}
+            if metadata.get(TOKEN_METADATA_KEY) != pending.token:
+                return None
+        return etag
+
+    def abort_upload(self, path: str, upload_id: str) -> bool:
+        """Abort the multipart upload ``upload_id`` of ``path`` (``bucket/key``); ``False`` if it did not exist.
+
+        Afterwards the upload cannot be completed and its parts are freed. S3 notes that parts still being
+        uploaded at that moment may land after an abort: abort only uploads whose writer is finished or dead.
+        """
+        bucket, key, _ = self.fs.split_path(path)
+        try:
+            self._call("abort_multipart_upload", Bucket=bucket, Key=key, UploadId=upload_id)
+        except FileNotFoundError:  # NoSuchUpload: aborted or completed already
+            return False
+        return True
+
+    def list_uploads(self, prefix: str, page_size: int = 1000) -> list[IncompleteUpload]:
+        """Every incomplete multipart upload whose key starts with ``prefix``'s key part (``bucket/key-prefix``).
+
+        Follows ``NextKeyMarker``/``NextUploadIdMarker`` across every page (``page_size`` uploads a page, at most
+        1,000). ``prefix`` is a plain key prefix: ``bucket/out`` also matches ``bucket/output``; pass
+        ``bucket/out/`` for a directory.
+        """
+        bucket, key_prefix, _ = self.fs.split_path(prefix)
+        if prefix.endswith("/") and key_prefix and not key_prefix.endswith("/"):
+            key_prefix += "/"  # s3fs's split_path drops a trailing slash
+        uploads: list[IncompleteUpload] = []
+        markers: dict[str, str] = {}
+        while True:
+            page = self._call(
+                "list_multipart_uploads", Bucket=bucket, Prefix=key_prefix, MaxUploads=page_size, **markers
+            )
+            for upload in page.get("Uploads") or []:
+                initiated = upload.get("Initiated")
+                uploads.append(
+                    IncompleteUpload(
+                        bucket,
+                        upload["Key"],
+                        upload["UploadId"],
+                        initiated if isinstance(initiated, datetime) else None,
+                    )
+                )
+            if not page.get("IsTruncated"):
+                return uploads
+            next_markers = {"KeyMarker": page.get("NextKeyMarker"), "UploadIdMarker": page.get("NextUploadIdMarker")}
+            if not next_markers["KeyMarker"] or next_markers == markers:
+                raise OSError(errno.EIO, "S3 said the upload listing goes on but gave no new place to resume", prefix)
+            markers = {name: str(value) for name, value in next_markers.items() if value}
+
+
+def open_s3_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[S3Store, str]:
+    """The S3 store and the path for an ``s3://`` or ``s3a://`` URL, for the ``upload`` protocol.
+
+    ``factory.open_store`` refuses S3 (the manifest protocol needs a rename); this is the upload protocol's door.
+    """
+    from .factory import _cloud_filesystems as cloud_filesystems
+
+    scheme = split_url(url)[0]
+    if scheme not in S3_SCHEMES:
+        raise ValueError(f"{url} is not an s3:// URL")
+    fs, data_fs, path = cloud_filesystems(url, dict(storage_options or {}))
+    return S3Store(without_client_retries(fs), scheme, data_fs), path
