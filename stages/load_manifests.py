@@ -6,12 +6,12 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..admission import JobAdmission, check_manifest_ids
 from ..entry_file import EntryFile, Row
 from ..errors import DuplicateDestinationError, JobStateError, ManifestError
 from ..iostatistics import IOStatisticsSnapshot
 from ..manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
 from ..parallel import run_bounded
-from ..paths import TEMPORARY_DIR
 from ..statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
     JOB_STAGE_LOAD_MANIFESTS,
@@ -20,7 +20,6 @@ from ..statistic_names import (
     OP_LOAD_MANIFEST,
 )
 from ..store import FileStatus
-from ..urls import has_relative_segments
 from .base import Stage
 
 log = logging.getLogger(__name__)
@@ -120,6 +119,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             ) from None
         manifests = sorted((s for s in listing if s.path.rstrip("/").endswith(MANIFEST_SUFFIX)), key=lambda s: s.path)
         self._accepted = arguments.accepted_attempts
+        self._admission = JobAdmission(self.paths)
         if self._accepted is not None:
             manifests = self._only_accepted(manifests, self._accepted)
         entry_file = EntryFile(arguments.spill_directory)
@@ -210,6 +210,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         return sorted((by_task[task] for task in accepted), key=lambda status: status.path)
 
     def _check_identity(self, manifest: TaskManifest, path: str, url: str) -> None:
+        check_manifest_ids(manifest.job_id, manifest.task_id, manifest.task_attempt_id, url)
         paths = self.paths
         if manifest.job_id != paths.job_id:
             raise ManifestError(f"{url}: manifest of job {manifest.job_id!r}, not of this job {paths.job_id!r}")
@@ -227,9 +228,9 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             )
 
     def _targets(self, manifest: TaskManifest, url: str) -> tuple[list[Row], list[TargetDirectory]]:
-        source_prefix = self.paths.task_attempt_dir(manifest.task_attempt_id) + "/"
-        dest_prefix = self.paths.dest.rstrip("/") + "/"
-        temporary_prefix = dest_prefix + TEMPORARY_DIR + "/"
+        admission = self._admission
+        source_prefix = admission.source_prefix(manifest.task_attempt_id)
+        dest_prefix = admission.dest_prefix
         path_of = self._fast_path_of
         source_url_prefix = self.store.to_url(source_prefix)
         dest_url_prefix = self.store.to_url(dest_prefix)
@@ -237,21 +238,22 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         for entry in manifest.files:
             source = path_of(entry.source, source_url_prefix, source_prefix, url, "source")
             dest = path_of(entry.dest, dest_url_prefix, dest_prefix, url, "destination")
-            if not source.startswith(source_prefix) or has_relative_segments(source):
-                raise ManifestError(
-                    f"{url}: source {entry.source} lies outside the directory of task attempt "
-                    f"{manifest.task_attempt_id}"
-                )
-            if not dest.startswith(dest_prefix) or dest.startswith(temporary_prefix) or has_relative_segments(dest):
-                raise ManifestError(f"{url}: destination {entry.dest} lies outside the job's destination")
+            problem = admission.source_problem(source, source_prefix, manifest.task_attempt_id)
+            if problem is not None:
+                raise ManifestError(f"{url}: source {entry.source} {problem}")
+            problem = admission.destination_problem(dest)
+            if problem is not None:
+                raise ManifestError(f"{url}: destination {entry.dest} {problem}")
             rows.append((source, dest, entry.size, entry.etag, entry.dest))
         implied = not self.store.capabilities.real_directories
         file_parents = {row[1].rpartition("/")[0] for row in rows} if implied else set()
         directories = []
         for directory in manifest.directories:
-            path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory").rstrip("/")
-            if not path.startswith(dest_prefix) or path.startswith(temporary_prefix) or has_relative_segments(path):
-                raise ManifestError(f"{url}: directory {directory.dir} lies outside the job's destination")
+            path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory")
+            problem = admission.destination_problem(path[:-1] if path.endswith("/") else path)
+            if problem is not None:
+                raise ManifestError(f"{url}: directory {directory.dir} {problem}")
+            path = path.removesuffix("/")
             directories.append(TargetDirectory(path, directory.level, directory.status, path in file_parents))
         return rows, directories
 

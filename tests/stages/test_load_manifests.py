@@ -281,8 +281,8 @@ def test_a_manifest_of_another_job_or_task_fails(destination: str, field: str, v
     ("source_suffix", "dest_suffix", "message"),
     [
         ("/../../other/f", "/f", "source"),
-        ("/f", "/../escaped", "outside the job's destination"),
-        ("/f", "/_temporary/x/f", "outside the job's destination"),
+        ("/f", "/../escaped", "destination .* has a '.' or '..' segment"),
+        ("/f", "/_temporary/x/f", "destination .* lies inside the destination's _temporary directory"),
     ],
 )
 def test_entries_outside_the_job_fail(destination: str, source_suffix: str, dest_suffix: str, message: str) -> None:
