@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..admission import JobAdmission, check_manifest_ids
+from ..duplicates import DuplicateHashes
 from ..entry_file import EntryFile, Row
 from ..errors import DuplicateDestinationError, JobStateError, ManifestError
 from ..iostatistics import IOStatisticsSnapshot
@@ -23,6 +25,9 @@ from ..store import FileStatus
 from .base import Stage
 
 log = logging.getLogger(__name__)
+
+_CANDIDATES_PER_SCAN = 10_000
+"""Candidate hashes confirmed per rescan of the spill file: a bound on that set, not a limit on duplicates."""
 
 # Which status wins when tasks saw a directory differently: a file in the way must be dealt with; a
 # directory that any task found missing must be (idempotently) created; "dir" is only trusted if all agree.
@@ -102,8 +107,9 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
     Every manifest is checked before the caller may touch the destination: right type and version, this job
     and attempt, named after its own task, sources inside its own task attempt directory, destinations inside
     the destination (no ``..``, other scheme or bucket, or ``_temporary``), and no destination claimed twice
-    across all manifests. Memory holds at most ``io.threads + writer.queue.capacity`` manifests, one hash per
-    file and the directory set. Postcondition: nothing in the store has changed.
+    across all manifests (nor twice in one, nor one attempt as two tasks). Memory holds at most
+    ``io.threads + writer.queue.capacity`` manifests, the directory set and one bounded run of destination hashes
+    (``duplicates``); the hash check ends the stage. Postcondition: nothing in the store has changed.
     """
 
     name = JOB_STAGE_LOAD_MANIFESTS
@@ -125,14 +131,19 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         entry_file = EntryFile(arguments.spill_directory)
         result = LoadManifestsResult(entry_file, [])
         directories: dict[str, TargetDirectory] = {}
-        dest_hashes: set[int] = set()
+        dest_hashes = DuplicateHashes(os.path.dirname(entry_file.path))
+        manifest_of_attempt: dict[str, str] = {}
 
         def absorb(loaded: _LoadedManifest) -> None:
+            other = manifest_of_attempt.setdefault(loaded.task_attempt_id, loaded.manifest_url)
+            if other != loaded.manifest_url:
+                raise ManifestError(
+                    f"{loaded.manifest_url}: task attempt {loaded.task_attempt_id} also committed as another task "
+                    f"({other}); nothing was committed"
+                )
+            add_hash = dest_hashes.add
             for row in loaded.rows:
-                key = hash(row[1])
-                if key in dest_hashes:
-                    self._confirm_duplicate(entry_file, loaded, row)
-                dest_hashes.add(key)
+                add_hash(hash(row[1]))
             entry_file.append(loaded.task_attempt_id, loaded.rows)
             for target in loaded.directories:
                 known = directories.get(target.path)
@@ -154,9 +165,12 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                     max_in_flight=self.context.max_in_flight,
                     on_result=absorb,
                 )
+            self._no_destination_twice(entry_file, dest_hashes)
         except BaseException:
             entry_file.close()
             raise
+        finally:
+            dest_hashes.close()
         result.directories = sorted(directories.values(), key=lambda d: (d.level, d.path))
         log.info(
             "%s: loaded %d manifests (%d bytes) listing %d files, %d bytes, %d directories",
@@ -273,12 +287,32 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         except ValueError as error:
             raise ManifestError(f"{url}: {what} {value} is not in this job's store: {error}") from None
 
-    def _confirm_duplicate(self, entry_file: EntryFile, loaded: _LoadedManifest, row: Row) -> None:
-        """A hash matched: look the destination up exactly (rare, so a rescan of the spill file is fine)."""
+    def _no_destination_twice(self, entry_file: EntryFile, dest_hashes: DuplicateHashes) -> None:
+        """Hashes seen twice are candidates; confirm each exactly against the spilled paths (one rescan per
+        ``_CANDIDATES_PER_SCAN`` candidates, and usually no candidate at all)."""
+        batch: set[int] = set()
+        for candidate in dest_hashes.candidates():
+            batch.add(candidate)
+            if len(batch) >= _CANDIDATES_PER_SCAN:
+                self._confirm_duplicates(entry_file, batch)
+                batch = set()
+        if batch:
+            self._confirm_duplicates(entry_file, batch)
+
+    def _confirm_duplicates(self, entry_file: EntryFile, candidates: set[int]) -> None:
+        """Compare the destinations whose hash is a candidate; two equal ones fail the job commit."""
+        claimed: dict[str, str] = {}
         for chunk in entry_file.chunks():
-            for other in chunk.rows:
-                if other[1] == row[1]:
-                    raise DuplicateDestinationError(
-                        f"{row[4]}: destination claimed by two tasks: {chunk.task_attempt_id} and "
-                        f"{loaded.task_attempt_id} ({loaded.manifest_url}); nothing was committed"
+            for row in chunk.rows:
+                dest = row[1]
+                if hash(dest) not in candidates:
+                    continue
+                other = claimed.get(dest)
+                if other is not None:
+                    claimants = (
+                        f"listed twice by task attempt {other}"
+                        if other == chunk.task_attempt_id
+                        else f"claimed by two tasks: {other} and {chunk.task_attempt_id}"
                     )
+                    raise DuplicateDestinationError(f"{row[4]}: destination {claimants}; nothing was committed")
+                claimed[dest] = chunk.task_attempt_id
