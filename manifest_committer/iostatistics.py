@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._decode import child, integer, integer_map, json_object, required
+
 FAILURES = ".failures"
 
 
@@ -32,14 +34,6 @@ class MeanStatistic:
     @property
     def mean(self) -> float:
         return self.sum / self.samples if self.samples else 0.0
-
-
-def _long_map(name: str, raw: Any) -> dict[str, int]:
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"iostatistics.{name} must be an object")
-    return {str(k): int(v) for k, v in raw.items() if v is not None}
 
 
 @dataclass(slots=True)
@@ -62,22 +56,28 @@ class IOStatisticsSnapshot:
         }
 
     @classmethod
-    def from_dict(cls, raw: Any) -> IOStatisticsSnapshot:
-        """Read Hadoop's form; ``-1`` minimums/maximums (Hadoop's "unset") are dropped."""
-        if raw is None:
-            return cls()
-        if not isinstance(raw, dict):
-            raise ValueError("iostatistics must be an object")
+    def from_dict(cls, raw: Any, field: str = "iostatistics") -> IOStatisticsSnapshot:
+        """Read Hadoop's form, as the schemas' ``iostatistics`` defines it; ``-1`` minimums/maximums (Hadoop's
+        "unset") are dropped. A value of the wrong shape is a ``FieldError`` naming its path below ``field``."""
+        raw = json_object(raw, field)
         means: dict[str, MeanStatistic] = {}
-        for key, value in (raw.get("meanstatistics") or {}).items():
-            if not isinstance(value, dict):
-                raise ValueError(f"iostatistics.meanstatistics.{key} must be an object")
-            means[str(key)] = MeanStatistic(int(value.get("samples", 0)), int(value.get("sum", 0)))
+        means_field = child(field, "meanstatistics")
+        for key, value in json_object(required(raw, "meanstatistics", field), means_field).items():
+            mean_field = f"{means_field}.{key}"
+            mean = json_object(value, mean_field)
+            means[key] = MeanStatistic(
+                integer(required(mean, "samples", mean_field), child(mean_field, "samples"), minimum=0),
+                integer(required(mean, "sum", mean_field), child(mean_field, "sum")),
+            )
+
+        def longs(name: str) -> dict[str, int]:
+            return integer_map(required(raw, name, field), child(field, name))
+
         return cls(
-            counters=_long_map("counters", raw.get("counters")),
-            gauges=_long_map("gauges", raw.get("gauges")),
-            minimums={k: v for k, v in _long_map("minimums", raw.get("minimums")).items() if v >= 0},
-            maximums={k: v for k, v in _long_map("maximums", raw.get("maximums")).items() if v >= 0},
+            counters=longs("counters"),
+            gauges=longs("gauges"),
+            minimums={k: v for k, v in longs("minimums").items() if v >= 0},
+            maximums={k: v for k, v in longs("maximums").items() if v >= 0},
             meanstatistics=means,
         )
 

@@ -10,6 +10,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._decode import FieldError, integer, json_array, json_object, required, text, text_map
 from ._json import dump_json, load_json_document
 from .errors import DuplicateDestinationError, ManifestError
 from .iostatistics import IOStatisticsSnapshot
@@ -31,7 +32,8 @@ class EntryStatus(enum.IntEnum):
 
     @classmethod
     def of(cls, value: int) -> EntryStatus:
-        """Out-of-range values mean unknown, as in Hadoop."""
+        """Out-of-range values mean unknown, as in Hadoop. (Documents are decoded more strictly: the schema
+        allows 0 to 4 only.)"""
         try:
             return cls(value)
         except ValueError:
@@ -110,37 +112,35 @@ class TaskManifest:
 
     @classmethod
     def from_dict(cls, raw: Any, origin: str = "<dict>") -> TaskManifest:
+        """Decode a document exactly as ``schemas/task-manifest.schema.json`` defines it.
+
+        Anything the schema refuses is a ``ManifestError`` naming ``origin`` and the field; so is a destination
+        listed twice (a ``DuplicateDestinationError``).
+        """
         if not isinstance(raw, dict):
             raise ManifestError(f"{origin}: not a task manifest: the document is not a JSON object")
         kind = raw.get("type")
         if kind != MANIFEST_TYPE:
             raise ManifestError(f"{origin}: not a task manifest: wrong type {kind!r}, expected {MANIFEST_TYPE!r}")
         version = raw.get("version")
-        if version != MANIFEST_VERSION:
+        if version != MANIFEST_VERSION or isinstance(version, bool):
             raise ManifestError(f"{origin}: unsupported task manifest version {version!r}, expected 1")
         try:
-            files = [_file_entry(item) for item in raw.get("files") or ()]
-            directories = [_dir_entry(item) for item in raw.get("directories") or ()]
-            extra = raw.get("extraData") or {}
-            if not isinstance(extra, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in extra.items()
-            ):
-                raise ValueError("extraData must map strings to strings")
             manifest = cls(
-                job_id=_text(raw, "jobId"),
-                job_attempt_number=_int(raw, "jobAttemptNumber", 0),
-                task_id=_text(raw, "taskID"),
-                task_attempt_id=_text(raw, "taskAttemptID"),
-                task_attempt_dir=_text(raw, "taskAttemptDir"),
-                files=files,
-                directories=directories,
-                iostatistics=IOStatisticsSnapshot.from_dict(raw.get("iostatistics")),
-                extra_data=dict(extra),
+                job_id=text(required(raw, "jobId"), "jobId", min_length=1),
+                job_attempt_number=integer(required(raw, "jobAttemptNumber"), "jobAttemptNumber", minimum=0),
+                task_id=text(required(raw, "taskID"), "taskID", min_length=1),
+                task_attempt_id=text(required(raw, "taskAttemptID"), "taskAttemptID", min_length=1),
+                task_attempt_dir=text(required(raw, "taskAttemptDir"), "taskAttemptDir", min_length=1),
+                files=_file_entries(required(raw, "files")),
+                directories=_dir_entries(required(raw, "directories")),
+                iostatistics=IOStatisticsSnapshot.from_dict(required(raw, "iostatistics")),
+                extra_data=text_map(required(raw, "extraData"), "extraData"),
             )
-        except (ValueError, TypeError, KeyError) as error:
-            raise ManifestError(f"{origin}: invalid task manifest: {error}") from error
+        except FieldError as error:
+            raise ManifestError(f"{origin}: invalid task manifest: {error}") from None
         seen: set[str] = set()
-        for entry in files:
+        for entry in manifest.files:
             if entry.dest in seen:
                 raise DuplicateDestinationError(
                     f"{origin}: destination {entry.dest} is written to by more than one file of task "
@@ -157,46 +157,51 @@ class TaskManifest:
         return cls.from_json(read_url(url, storage_options), url)
 
 
-def _text(raw: dict[str, Any], key: str) -> str:
-    value = raw.get(key)
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{key} must be a non-empty string, got {value!r}")
-    return value
+def _file_entries(value: Any) -> list[FileEntry]:
+    """``files``: the hot loop of a job commit (one entry per file), so the common shape is tested inline."""
+    entries: list[FileEntry] = []
+    append = entries.append
+    for index, item in enumerate(json_array(value, "files")):
+        if type(item) is dict:
+            source, dest, size, etag = item.get("s"), item.get("d"), item.get("z"), item.get("e")
+            if (
+                type(source) is str
+                and source
+                and type(dest) is str
+                and dest
+                and type(size) is int
+                and size >= 0
+                and (etag is None or type(etag) is str)
+                and ("e" not in item or etag is not None)
+            ):
+                append(FileEntry(source, dest, size, etag or None))
+                continue
+        append(_file_entry(item, f"files[{index}]"))
+    return entries
 
 
-def _int(raw: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key} must be an integer, got {value!r}")
-    return value
-
-
-def _file_entry(item: Any) -> FileEntry:
-    if not isinstance(item, dict):
-        raise ValueError(f"file entry {item!r} is not an object")
-    source, dest, size, etag = item.get("s"), item.get("d"), item.get("z"), item.get("e")
-    if not isinstance(source, str) or not source:
-        raise ValueError(f"file entry {item!r}: 's' (source) must be a non-empty string")
-    if not isinstance(dest, str) or not dest:
-        raise ValueError(f"file entry {item!r}: 'd' (destination) must be a non-empty string")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise ValueError(f"file entry {dest}: 'z' (size) must be an integer >= 0, got {size!r}")
-    if etag is not None and not isinstance(etag, str):
-        raise ValueError(f"file entry {dest}: 'e' (etag) must be a string")
+def _file_entry(item: Any, field: str) -> FileEntry:
+    """One entry, field by field: the slow path, taken for unusual shapes and to name what is wrong."""
+    raw = json_object(item, field)
+    source = text(required(raw, "s", field, "source"), f"{field}.s (source)", min_length=1)
+    dest = text(required(raw, "d", field, "destination"), f"{field}.d (destination)", min_length=1)
+    size = integer(required(raw, "z", field, "size"), f"{field}.z (size)", minimum=0)
+    etag = text(raw["e"], f"{field}.e (etag)") if "e" in raw else None
     return FileEntry(source, dest, size, etag or None)
 
 
-def _dir_entry(item: Any) -> DirEntry:
-    if not isinstance(item, dict):
-        raise ValueError(f"directory entry {item!r} is not an object")
-    path, status, level = item.get("d"), item.get("t", 0), item.get("l", 0)
-    if not isinstance(path, str) or not path:
-        raise ValueError(f"directory entry {item!r}: 'd' must be a non-empty string")
-    if isinstance(status, bool) or not isinstance(status, int):
-        raise ValueError(f"directory entry {path}: 't' must be an integer")
-    if isinstance(level, bool) or not isinstance(level, int) or level < 0:
-        raise ValueError(f"directory entry {path}: 'l' (level) must be an integer >= 0")
-    return DirEntry(path, EntryStatus.of(status), level)
+def _dir_entries(value: Any) -> list[DirEntry]:
+    entries: list[DirEntry] = []
+    for index, item in enumerate(json_array(value, "directories")):
+        field = f"directories[{index}]"
+        raw = json_object(item, field)
+        path = text(required(raw, "d", field, "directory"), f"{field}.d (directory)", min_length=1)
+        status = integer(
+            required(raw, "t", field, "status"), f"{field}.t (status)", minimum=0, maximum=len(EntryStatus) - 1
+        )
+        level = integer(required(raw, "l", field, "level"), f"{field}.l (level)", minimum=0)
+        entries.append(DirEntry(path, EntryStatus(status), level))
+    return entries
 
 
 __all__ = [

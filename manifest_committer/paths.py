@@ -16,12 +16,18 @@ COMMIT_FINISHED_MARKER = "commit-finished"
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*\Z")
 
 
-def check_id(kind: str, value: str) -> str:
+ID_RULE = "use letters, digits and . _ : + - (no '/', spaces or '..')"
+
+
+def is_valid_id(value: object) -> bool:
     """Ids become directory and file names, so they must be plain names: no ``/``, spaces or ``..``."""
-    if not isinstance(value, str) or not _ID_PATTERN.match(value) or ".." in value:
-        raise ConfigError(
-            f"{kind} {value!r} is not a valid id: use letters, digits and . _ : + - (no '/', spaces or '..')"
-        )
+    return isinstance(value, str) and _ID_PATTERN.match(value) is not None and ".." not in value
+
+
+def check_id(kind: str, value: str) -> str:
+    """An id given to the API: a ``ConfigError`` naming ``kind`` unless ``is_valid_id``."""
+    if not is_valid_id(value):
+        raise ConfigError(f"{kind} {value!r} is not a valid id: {ID_RULE}")
     return value
 
 

@@ -9,6 +9,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._decode import (
+    FieldError,
+    boolean,
+    integer,
+    integer_map,
+    json_array,
+    optional_text,
+    required,
+    text,
+    text_map,
+)
 from ._json import dump_json, load_json_document
 from .errors import ManifestError
 from .iostatistics import IOStatisticsSnapshot
@@ -116,40 +127,38 @@ class SuccessData:
 
     @classmethod
     def from_dict(cls, raw: Any, origin: str = "<dict>") -> SuccessData:
+        """Decode a document exactly as ``schemas/success-data.schema.json`` defines it; anything the schema
+        refuses is a ``ManifestError`` naming ``origin`` and the field."""
         if not isinstance(raw, dict):
             raise ManifestError(f"{origin}: not a success file: the document is not a JSON object")
         name = raw.get("name")
         if name != SUCCESS_NAME:
             raise ManifestError(f"{origin}: not a success file: wrong name {name!r}, expected {SUCCESS_NAME!r}")
         try:
-            filenames = raw.get("filenames") or []
-            if not isinstance(filenames, list) or not all(isinstance(f, str) for f in filenames):
-                raise ValueError("filenames must be a list of strings")
-            diagnostics = raw.get("diagnostics") or {}
-            metrics = raw.get("metrics") or {}
-            if not isinstance(diagnostics, dict) or not isinstance(metrics, dict):
-                raise ValueError("diagnostics and metrics must be objects")
-            success = raw.get("success", False)
-            if not isinstance(success, bool):
-                raise ValueError(f"success must be true or false, got {success!r}")
+            diagnostics = text_map(required(raw, "diagnostics"), "diagnostics")
+            for key in (DIAGNOSTIC_STAGE, DIAGNOSTIC_PRINCIPAL):
+                required(diagnostics, key, "diagnostics")
+            filenames = json_array(required(raw, "filenames"), "filenames")
+            if len(filenames) > SUCCESS_FILENAME_LIMIT:
+                raise FieldError("filenames", f"lists {len(filenames)} files, at most {SUCCESS_FILENAME_LIMIT}")
             return cls(
-                job_id=str(raw.get("jobId") or ""),
-                success=success,
-                job_id_source=str(raw.get("jobIdSource") or ""),
-                timestamp=int(raw.get("timestamp") or 0),
-                date=str(raw.get("date") or ""),
-                hostname=str(raw.get("hostname") or ""),
-                committer=str(raw.get("committer") or ""),
-                description=raw.get("description"),
-                metrics={str(k): int(v) for k, v in metrics.items()},
-                diagnostics={str(k): str(v) for k, v in diagnostics.items()},
-                filenames=list(filenames),
-                iostatistics=IOStatisticsSnapshot.from_dict(raw.get("iostatistics")),
-                state=raw.get("state"),
-                stage=raw.get("stage"),
+                job_id=text(required(raw, "jobId"), "jobId"),
+                success=boolean(required(raw, "success"), "success"),
+                job_id_source=text(required(raw, "jobIdSource"), "jobIdSource"),
+                timestamp=integer(required(raw, "timestamp"), "timestamp", minimum=0),
+                date=text(required(raw, "date"), "date"),
+                hostname=text(required(raw, "hostname"), "hostname"),
+                committer=text(required(raw, "committer"), "committer"),
+                description=optional_text(raw, "description"),
+                metrics=integer_map(required(raw, "metrics"), "metrics"),
+                diagnostics=diagnostics,
+                filenames=[text(item, f"filenames[{index}]", min_length=1) for index, item in enumerate(filenames)],
+                iostatistics=IOStatisticsSnapshot.from_dict(required(raw, "iostatistics")),
+                state=optional_text(raw, "state"),
+                stage=optional_text(raw, "stage"),
             )
-        except (ValueError, TypeError) as error:
-            raise ManifestError(f"{origin}: invalid success file: {error}") from error
+        except FieldError as error:
+            raise ManifestError(f"{origin}: invalid success file: {error}") from None
 
     @classmethod
     def load(cls, url: str, storage_options: dict[str, Any] | None = None) -> SuccessData:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..admission import JobAdmission, check_manifest_ids
+from ..duplicates import DuplicateHashes
 from ..entry_file import EntryFile, FileToCommit
 from ..errors import DuplicateDestinationError, JobStateError, ManifestError
 from ..iostatistics import IOStatisticsSnapshot
 from ..manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
 from ..parallel import run_bounded
-from ..paths import TEMPORARY_DIR
 from ..statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
     JOB_STAGE_LOAD_MANIFESTS,
@@ -19,11 +21,13 @@ from ..statistic_names import (
     OP_LOAD_MANIFEST,
 )
 from ..store import FileStatus
-from ..urls import has_relative_segments
 from .base import Stage
 from .job_types import TargetDirectory
 
 log = logging.getLogger(__name__)
+
+_CANDIDATES_PER_SCAN = 10_000
+"""Candidate hashes confirmed per rescan of the spill file: a bound on that set, not a limit on duplicates."""
 
 # Which status wins when tasks saw a directory differently: a file in the way must be dealt with; a
 # directory that any task found missing must be (idempotently) created; "dir" is only trusted if all agree.
@@ -91,8 +95,9 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
     Every manifest is checked before the caller may touch the destination: right type and version, this job
     and attempt, named after its own task, sources inside its own task attempt directory, destinations inside
     the destination (no ``..``, other scheme or bucket, or ``_temporary``), and no destination claimed twice
-    across all manifests. Memory holds at most ``io.threads + writer.queue.capacity`` manifests, one hash per
-    file and the directory set. Postcondition: nothing in the store has changed.
+    across all manifests (nor twice in one, nor one attempt as two tasks). Memory holds at most
+    ``io.threads + writer.queue.capacity`` manifests, the directory set and one bounded run of destination hashes
+    (``duplicates``); the hash check ends the stage. Postcondition: nothing in the store has changed.
     """
 
     name = JOB_STAGE_LOAD_MANIFESTS
@@ -108,19 +113,25 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             ) from None
         manifests = sorted((s for s in listing if s.path.rstrip("/").endswith(MANIFEST_SUFFIX)), key=lambda s: s.path)
         self._accepted = arguments.accepted_attempts
+        self._admission = JobAdmission(self.paths)
         if self._accepted is not None:
             manifests = self._only_accepted(manifests, self._accepted)
         entry_file = EntryFile(arguments.spill_directory)
         result = LoadManifestsResult(entry_file, [])
         directories: dict[str, TargetDirectory] = {}
-        dest_hashes: set[int] = set()
+        dest_hashes = DuplicateHashes(os.path.dirname(entry_file.path))
+        manifest_of_attempt: dict[str, str] = {}
 
         def absorb(loaded: _LoadedManifest) -> None:
+            other = manifest_of_attempt.setdefault(loaded.task_attempt_id, loaded.manifest_url)
+            if other != loaded.manifest_url:
+                raise ManifestError(
+                    f"{loaded.manifest_url}: task attempt {loaded.task_attempt_id} also committed as another task "
+                    f"({other}); nothing was committed"
+                )
+            add_hash = dest_hashes.add
             for row in loaded.rows:
-                key = hash(row.dest)
-                if key in dest_hashes:
-                    self._confirm_duplicate(entry_file, loaded, row)
-                dest_hashes.add(key)
+                add_hash(hash(row.dest))
             entry_file.append(loaded.task_attempt_id, loaded.rows)
             for target in loaded.directories:
                 known = directories.get(target.path)
@@ -142,9 +153,12 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                     max_in_flight=self.context.max_in_flight,
                     on_result=absorb,
                 )
+            self._no_destination_twice(entry_file, dest_hashes)
         except BaseException:
             entry_file.close()
             raise
+        finally:
+            dest_hashes.close()
         result.directories = sorted(directories.values(), key=lambda d: (d.level, d.path))
         log.info(
             "%s: loaded %d manifests (%d bytes) listing %d files, %d bytes, %d directories",
@@ -196,6 +210,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         return sorted((by_task[task] for task in accepted), key=lambda status: status.path)
 
     def _check_identity(self, manifest: TaskManifest, path: str, url: str) -> None:
+        check_manifest_ids(manifest.job_id, manifest.task_id, manifest.task_attempt_id, url)
         paths = self.paths
         if manifest.job_id != paths.job_id:
             raise ManifestError(f"{url}: manifest of job {manifest.job_id!r}, not of this job {paths.job_id!r}")
@@ -213,9 +228,9 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             )
 
     def _targets(self, manifest: TaskManifest, url: str) -> tuple[list[FileToCommit], list[TargetDirectory]]:
-        source_prefix = self.paths.task_attempt_dir(manifest.task_attempt_id) + "/"
-        dest_prefix = self.paths.dest.rstrip("/") + "/"
-        temporary_prefix = dest_prefix + TEMPORARY_DIR + "/"
+        admission = self._admission
+        source_prefix = admission.source_prefix(manifest.task_attempt_id)
+        dest_prefix = admission.dest_prefix
         path_of = self._fast_path_of
         source_url_prefix = self.to_url(source_prefix)
         dest_url_prefix = self.to_url(dest_prefix)
@@ -223,21 +238,22 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         for entry in manifest.files:
             source = path_of(entry.source, source_url_prefix, source_prefix, url, "source")
             dest = path_of(entry.dest, dest_url_prefix, dest_prefix, url, "destination")
-            if not source.startswith(source_prefix) or has_relative_segments(source):
-                raise ManifestError(
-                    f"{url}: source {entry.source} lies outside the directory of task attempt "
-                    f"{manifest.task_attempt_id}"
-                )
-            if not dest.startswith(dest_prefix) or dest.startswith(temporary_prefix) or has_relative_segments(dest):
-                raise ManifestError(f"{url}: destination {entry.dest} lies outside the job's destination")
+            problem = admission.source_problem(source, source_prefix, manifest.task_attempt_id)
+            if problem is not None:
+                raise ManifestError(f"{url}: source {entry.source} {problem}")
+            problem = admission.destination_problem(dest)
+            if problem is not None:
+                raise ManifestError(f"{url}: destination {entry.dest} {problem}")
             rows.append(FileToCommit(source, dest, entry.size, entry.etag, entry.dest))
         implied = not self.capabilities.real_directories
         file_parents = {row.dest.rpartition("/")[0] for row in rows} if implied else set()
         directories = []
         for directory in manifest.directories:
-            path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory").rstrip("/")
-            if not path.startswith(dest_prefix) or path.startswith(temporary_prefix) or has_relative_segments(path):
-                raise ManifestError(f"{url}: directory {directory.dir} lies outside the job's destination")
+            path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory")
+            problem = admission.destination_problem(path[:-1] if path.endswith("/") else path)
+            if problem is not None:
+                raise ManifestError(f"{url}: directory {directory.dir} {problem}")
+            path = path.removesuffix("/")
             directories.append(TargetDirectory(path, directory.level, directory.status, path in file_parents))
         return rows, directories
 
@@ -257,12 +273,32 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         except ValueError as error:
             raise ManifestError(f"{url}: {what} {value} is not in this job's store: {error}") from None
 
-    def _confirm_duplicate(self, entry_file: EntryFile, loaded: _LoadedManifest, row: FileToCommit) -> None:
-        """A hash matched: look the destination up exactly (rare, so a rescan of the spill file is fine)."""
+    def _no_destination_twice(self, entry_file: EntryFile, dest_hashes: DuplicateHashes) -> None:
+        """Hashes seen twice are candidates; confirm each exactly against the spilled paths (one rescan per
+        ``_CANDIDATES_PER_SCAN`` candidates, and usually no candidate at all)."""
+        batch: set[int] = set()
+        for candidate in dest_hashes.candidates():
+            batch.add(candidate)
+            if len(batch) >= _CANDIDATES_PER_SCAN:
+                self._confirm_duplicates(entry_file, batch)
+                batch = set()
+        if batch:
+            self._confirm_duplicates(entry_file, batch)
+
+    def _confirm_duplicates(self, entry_file: EntryFile, candidates: set[int]) -> None:
+        """Compare the destinations whose hash is a candidate; two equal ones fail the job commit."""
+        claimed: dict[str, str] = {}
         for chunk in entry_file.chunks():
-            for other in chunk.rows:
-                if other.dest == row.dest:
-                    raise DuplicateDestinationError(
-                        f"{row.dest_url}: destination claimed by two tasks: {chunk.task_attempt_id} and "
-                        f"{loaded.task_attempt_id} ({loaded.manifest_url}); nothing was committed"
+            for row in chunk.rows:
+                dest = row.dest
+                if hash(dest) not in candidates:
+                    continue
+                other = claimed.get(dest)
+                if other is not None:
+                    claimants = (
+                        f"listed twice by task attempt {other}"
+                        if other == chunk.task_attempt_id
+                        else f"claimed by two tasks: {other} and {chunk.task_attempt_id}"
                     )
+                    raise DuplicateDestinationError(f"{row.dest_url}: destination {claimants}; nothing was committed")
+                claimed[dest] = chunk.task_attempt_id

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..admission import JobAdmission, declared_output_problem
 from ..errors import JobStateError, ManifestError
 from ..manifest import DirEntry, EntryStatus, FileEntry
 from ..statistic_names import (
@@ -17,6 +19,8 @@ from ..statistic_names import (
 )
 from ..store import FileStatus
 from .base import Stage
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +41,10 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
     """Depth-first listing of ``tasks/$taskAttemptId``; every file maps to the same relative path under dest.
 
     Hadoop's checksummed local filesystem writes ``.<name>.crc`` beside each file and hides it from listings;
-    such side files are left out here too, so a task written by Hadoop commits what Hadoop would commit.
+    on a store with ``hidden_checksum_files`` (local disk) such side files are left out here too, and logged, so a
+    task written by Hadoop commits what Hadoop would commit. On every other store they are ordinary files.
+    Symbolic links are refused (``ManifestError`` naming the link), and so is a name whose destination a
+    manifest may not name (``admission``), so task commit fails where job commit would.
     Each subdirectory (empty ones too) becomes a DirEntry with its depth and what the destination holds there
     now (probed only while the parent exists, as Hadoop does). Everything is committed, hidden files too.
     A writer that declares its ``outputs`` may keep its files anywhere in the attempt directory (flat, say):
@@ -57,6 +64,9 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         directories: list[DirEntry] = []
         to_url = self.to_url
         max_depth = 0
+        admission = JobAdmission(self.paths)
+        skip_checksums = self.capabilities.hidden_checksum_files
+        skipped = 0
         # (source dir, dest dir, depth, does the dest dir exist)
         stack: list[tuple[str, str, int, bool]] = [(root, self.paths.dest, 0, True)]
         while stack:
@@ -71,21 +81,51 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             file_names = {_name(child) for child in children if not child.is_dir}
             for child in sorted(children, key=lambda c: c.path):
                 name = _name(child)
+                if child.is_link:
+                    raise self._link_error(child, arguments.task_attempt_id)
                 if child.is_dir:
                     subdirs.append(child)
                     continue
-                if _is_checksum_of_sibling(name, file_names):
+                if skip_checksums and _is_checksum_of_sibling(name, file_names):
+                    log.debug("%s: skipped %s, a checksum file of the local filesystem", self.name, child.path)
+                    skipped += 1
                     continue
                 dest = posixpath.join(dest_dir, name)
+                self._check_destination(admission, child, dest, arguments.task_attempt_id)
                 files.append(FileEntry(to_url(child.path), to_url(dest), child.size, child.etag))
             for child in reversed(subdirs):
                 name = _name(child)
                 child_dest = posixpath.join(dest_dir, name)
+                self._check_destination(admission, child, child_dest, arguments.task_attempt_id)
                 status = self._dest_status(child_dest, dest_exists)
                 directories.append(DirEntry(to_url(child_dest), status, depth + 1))
                 max_depth = max(max_depth, depth + 1)
                 stack.append((child.path, child_dest, depth + 1, status != EntryStatus.NOT_FOUND))
+        if skipped:
+            log.info(
+                "%s: task attempt %s: skipped %d .NAME.crc checksum files of the local filesystem (not committed, "
+                "as Hadoop's local filesystem hides them)",
+                self.name,
+                arguments.task_attempt_id,
+                skipped,
+            )
         return self._result(files, directories, max_depth)
+
+    def _check_destination(self, admission: JobAdmission, child: FileStatus, dest: str, task_attempt_id: str) -> None:
+        """A listed name must map to a destination a manifest may name (not into ``_temporary``, say)."""
+        problem = admission.destination_problem(dest)
+        if problem is not None:
+            raise ManifestError(
+                f"{self.to_url(child.path)}: output of task attempt {task_attempt_id} cannot be committed: "
+                f"its destination {self.to_url(dest)} {problem}"
+            )
+
+    def _link_error(self, child: FileStatus, task_attempt_id: str) -> ManifestError:
+        return ManifestError(
+            f"{self.to_url(child.path)}: symbolic link in the output of task attempt {task_attempt_id}: "
+            "links are not committed (the committed file would point wherever the link points, possibly outside "
+            "the destination); write the file itself instead"
+        )
 
     def _result(self, files: list[FileEntry], directories: list[DirEntry], max_depth: int) -> ScanResult:
         directories.sort(key=lambda entry: (entry.level, entry.dir))
@@ -117,7 +157,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         to_url = self.to_url
         listings: dict[str, dict[str, FileStatus]] = {}
 
-        def files_in(directory: str) -> dict[str, FileStatus]:
+        def children_of(directory: str) -> dict[str, FileStatus]:
             if directory not in listings:
                 try:
                     children = self.list_dir(directory)
@@ -125,16 +165,26 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                     if directory == root:
                         raise self._missing_attempt_dir(task_attempt_id) from None
                     children = []
-                listings[directory] = {_name(child): child for child in children if not child.is_dir}
+                listings[directory] = {_name(child): child for child in children}
             return listings[directory]
 
-        files_in(root)
+        def no_link_above(source_relative: str) -> None:
+            """A directory above a declared file that is a link would lead the rename outside the attempt."""
+            parent = root
+            for segment in source_relative.split("/")[:-1]:
+                status = children_of(parent).get(segment)
+                if status is not None and status.is_link:
+                    raise self._link_error(status, task_attempt_id)
+                parent = posixpath.join(parent, segment)
+
+        children_of(root)
         files: list[FileEntry] = []
         dest_dirs: set[str] = set()
         claimed: dict[str, str] = {}
         for source_relative, dest_relative in sorted(outputs.items(), key=lambda item: item[1]):
-            _check_relative(source_relative, f"task attempt {task_attempt_id}: output {source_relative!r}")
-            _check_relative(dest_relative, f"task attempt {task_attempt_id}: destination {dest_relative!r}")
+            problem = declared_output_problem(source_relative, dest_relative)
+            if problem is not None:
+                raise ManifestError(f"task attempt {task_attempt_id}: declared {problem}")
             if dest_relative in claimed:
                 raise ManifestError(
                     f"task attempt {task_attempt_id}: outputs {claimed[dest_relative]!r} and {source_relative!r} "
@@ -142,9 +192,12 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 )
             claimed[dest_relative] = source_relative
             source = posixpath.join(root, source_relative)
+            no_link_above(source_relative)
             parent, _, name = source.rpartition("/")
-            listed = files_in(parent).get(name)
-            if listed is None:
+            listed = children_of(parent).get(name)
+            if listed is not None and listed.is_link:
+                raise self._link_error(listed, task_attempt_id)
+            if listed is None or listed.is_dir:
                 raise JobStateError(f"{to_url(source)}: output of task attempt {task_attempt_id} does not exist")
             dest = posixpath.join(self.paths.dest, dest_relative)
             files.append(FileEntry(to_url(source), to_url(dest), listed.size, listed.etag))
@@ -159,12 +212,6 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             directories.append(DirEntry(to_url(dest_dir), status, relative.count("/") + 1))
         max_depth = max((entry.level for entry in directories), default=0)
         return self._result(files, directories, max_depth)
-
-
-def _check_relative(path: str, what: str) -> None:
-    """A relative path of plain segments: no empty, ``.`` or ``..`` segment, no leading ``/``."""
-    if not path or any(segment in ("", ".", "..") for segment in path.split("/")):
-        raise ManifestError(f"{what} is not a relative path of plain names")
 
 
 def _name(status: FileStatus) -> str:

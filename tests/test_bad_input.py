@@ -276,6 +276,55 @@ def test_one_manifest_listing_a_destination_twice(destination: str) -> None:
     fails_untouched(committer, mc.DuplicateDestinationError, BAD_MANIFEST, url_of(committer, "dt=2/c.csv"))
 
 
+NON_NORMAL_DESTINATIONS = {
+    # x.csv and /x.csv were two claims on one file: task 0 already writes b.csv.
+    "leading slash: a second claim on b.csv": "/b.csv",
+    "empty segment": "dt=2//c.csv",
+    "trailing slash": "dt=2/c.csv/",
+    # out//_temporary passed the prefix test of _temporary: a file landed in another job's manifests/.
+    "empty segment before _temporary": "/_temporary/job-other/00/manifests/task_00009-manifest.json",
+    "NUL": "dt=2/c\x00.csv",
+}
+
+
+@pytest.mark.parametrize("case", list(NON_NORMAL_DESTINATIONS))
+def test_destination_not_in_normal_form(destination: str, case: str) -> None:
+    committer = committed_job(destination)
+    bad = url_of(committer, NON_NORMAL_DESTINATIONS[case])
+
+    edit_manifest(committer, BAD_TASK, lambda document: document["files"][0].update(d=bad))
+
+    fails_untouched(committer, mc.ManifestError, BAD_MANIFEST, bad)
+
+
+@pytest.mark.parametrize(
+    ("case", "suffix"),
+    [
+        ("NUL naming the attempt directory itself", "/\x00"),
+        ("NUL inside the name", "/dt=2/c.csv\x00"),
+        ("empty segment", "//dt=2/c.csv"),
+    ],
+)
+def test_source_not_in_normal_form(destination: str, case: str, suffix: str) -> None:
+    """``%00`` decodes to NUL, where the C rename stops: it published the whole attempt directory."""
+    committer = committed_job(destination)
+    bad = committer.store.to_url(committer.paths.task_attempt_dir("attempt_00001_0") + suffix)
+
+    edit_manifest(committer, BAD_TASK, lambda document: document["files"][0].update(s=bad))
+
+    fails_untouched(committer, mc.ManifestError, BAD_MANIFEST, bad)
+
+
+@pytest.mark.parametrize("suffix", ["//dt=2", "/dt=2\x00", "//_temporary/job-other"])
+def test_directory_entry_not_in_normal_form(destination: str, suffix: str) -> None:
+    committer = committed_job(destination)
+    bad = committer.store.to_url(committer.paths.dest + suffix)
+
+    edit_manifest(committer, BAD_TASK, lambda document: document["directories"][0].update(d=bad))
+
+    fails_untouched(committer, mc.ManifestError, BAD_MANIFEST, bad)
+
+
 # --- identity -------------------------------------------------------------------------------------------------
 
 
@@ -316,6 +365,35 @@ def test_manifest_naming_another_attempt_directory(destination: str) -> None:
     edit_manifest(committer, BAD_TASK, lambda document: document.update(taskAttemptDir=other))
 
     fails_untouched(committer, mc.ManifestError, BAD_MANIFEST, other)
+
+
+@pytest.mark.parametrize("field", ["taskAttemptID", "taskID", "jobId"])
+@pytest.mark.parametrize("value", ["/elsewhere/victim", "a/b", "..", "x y", ""])
+def test_manifest_ids_are_checked_like_api_ids(destination: str, field: str, value: str) -> None:
+    committer = committed_job(destination)
+    edit_manifest(committer, BAD_TASK, lambda document: document.update({field: value}))
+
+    fails_untouched(committer, mc.ManifestError, BAD_MANIFEST, field)
+
+
+def test_absolute_task_attempt_id_reaches_nothing_outside_the_job(destination: str) -> None:
+    """``posixpath.join`` turned ``taskAttemptID = /elsewhere/victim`` into that path: a foreign directory was
+    accepted as the attempt's, emptied, and its file published. Now the id itself is refused."""
+    committer = committed_job(destination)
+    store = committer.store
+    victim = committer.paths.dest.rsplit("/", 1)[0] + "/elsewhere/victim"
+    store.write_bytes(victim + "/secret.csv", b"not the job's")
+
+    def point_at_victim(document: Document) -> None:
+        document["taskAttemptID"] = victim
+        document["taskAttemptDir"] = store.to_url(victim)
+        document["files"][0]["s"] = store.to_url(victim + "/secret.csv")
+
+    edit_manifest(committer, BAD_TASK, point_at_victim)
+
+    message = fails_untouched(committer, mc.ManifestError, BAD_MANIFEST, "taskAttemptID", victim)
+    assert "not a valid id" in message
+    assert store.read_bytes(victim + "/secret.csv") == b"not the job's"
 
 
 def test_abort_after_a_rejected_manifest_keeps_the_destination(destination: str) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.cli import main
+from tests.fixtures.stage_context import load_data
 
 
 def _committed_job(destination: str, report_dir: str) -> mc.ManifestCommitter:
@@ -107,6 +108,44 @@ def test_bad_files_give_one_line_error_and_nonzero_status(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("manifest-committer: error: ")
+    assert str(path) in lines[0]
+    assert expected in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "manifest_committer.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "sample", "edit", "expected"),
+    [
+        ("manifest", "local-task-manifest.json", {"iostatistics": {"meanstatistics": [1]}}, "iostatistics"),
+        ("manifest", "local-task-manifest.json", {"files": [{"s": 1, "d": [], "z": "big"}]}, "files[0].s"),
+        ("manifest", "local-task-manifest.json", {"directories": {"d": "x"}}, "directories: must be an array"),
+        ("success", "success.json", {"iostatistics": {"meanstatistics": [1]}}, "iostatistics"),
+        ("success", "success.json", {"metrics": {"m": [1]}}, "metrics.m: must be an integer"),
+        ("success", "success.json", {"diagnostics": []}, "diagnostics: must be an object"),
+    ],
+)
+def test_malformed_documents_of_any_shape_give_one_line_naming_file_and_field(
+    tmp_path: Path, command: str, sample: str, edit: dict[str, object], expected: str
+) -> None:
+    """A well-formed JSON document with a field of the wrong shape raised a bare AttributeError/TypeError and
+    the command printed a traceback."""
+    document = load_data(f"hadoop/{sample}")
+    document.update(edit)
+    path = tmp_path / "file.json"
+    path.write_bytes(orjson.dumps(document))
+
+    result = run_cli(command, str(path))
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
     assert str(path) in lines[0]
     assert expected in lines[0]
     assert "Traceback" not in result.stderr

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from manifest_committer._decode import FieldError
 from manifest_committer.iostatistics import (
     DurationAccumulator,
     IOStatisticsSnapshot,
@@ -149,10 +150,11 @@ def test_json_form_is_sorted_and_round_trips() -> None:
 def test_reading_hadoops_form() -> None:
     snap = IOStatisticsSnapshot.from_dict(
         {
-            "counters": {"op": 0, "x": None},
+            "counters": {"op": 0},
+            "gauges": {},
             "minimums": {"op.min": -1, "s": 0},
             "maximums": {"op.max": -1},
-            "meanstatistics": {"op.mean": {"samples": 0, "sum": 0}, "partial": {}},
+            "meanstatistics": {"op.mean": {"samples": 0, "sum": 0}},
             "histograms": {"ignored": 1},
         }
     )
@@ -160,17 +162,34 @@ def test_reading_hadoops_form() -> None:
     assert snap.minimums == {"s": 0}
     assert snap.maximums == {}
     assert snap.gauges == {}
-    assert snap.meanstatistics == {"op.mean": MeanStatistic(0, 0), "partial": MeanStatistic(0, 0)}
+    assert snap.meanstatistics == {"op.mean": MeanStatistic(0, 0)}
     assert snap.meanstatistics["op.mean"].mean == 0.0
-    assert IOStatisticsSnapshot.from_dict(None) == IOStatisticsSnapshot()
+
+
+EMPTY: dict[str, object] = {"counters": {}, "gauges": {}, "minimums": {}, "maximums": {}, "meanstatistics": {}}
 
 
 @pytest.mark.parametrize(
-    "raw", [[], {"counters": []}, {"meanstatistics": {"m": 3}}, {"counters": {"c": "many"}}, {"gauges": "x"}]
+    ("raw", "field"),
+    [
+        (None, "iostatistics"),
+        ([], "iostatistics"),
+        ({**EMPTY, "counters": []}, "iostatistics.counters"),
+        ({**EMPTY, "meanstatistics": [1]}, "iostatistics.meanstatistics"),
+        ({**EMPTY, "meanstatistics": {"m": 3}}, "iostatistics.meanstatistics.m"),
+        ({**EMPTY, "meanstatistics": {"m": {}}}, "iostatistics.meanstatistics.m.samples"),
+        ({**EMPTY, "meanstatistics": {"m": {"samples": -1, "sum": 0}}}, "iostatistics.meanstatistics.m.samples"),
+        ({**EMPTY, "counters": {"c": "many"}}, "iostatistics.counters.c"),
+        ({**EMPTY, "counters": {"c": None}}, "iostatistics.counters.c"),
+        ({**EMPTY, "gauges": "x"}, "iostatistics.gauges"),
+        ({k: v for k, v in EMPTY.items() if k != "minimums"}, "iostatistics.minimums"),
+    ],
 )
-def test_malformed_statistics_are_value_errors(raw: object) -> None:
-    with pytest.raises(ValueError):
+def test_malformed_statistics_are_field_errors_naming_the_field(raw: object, field: str) -> None:
+    """Any shape, not only the expected ones: ``{"meanstatistics": [1]}`` raised a bare AttributeError."""
+    with pytest.raises(FieldError) as raised:
         IOStatisticsSnapshot.from_dict(raw)
+    assert raised.value.field == field
 
 
 def test_helpers() -> None:

@@ -88,25 +88,38 @@ def test_unknown_fields_are_ignored() -> None:
     assert TaskManifest.from_dict(raw) == sample()
 
 
-def test_defaults_for_missing_optional_parts() -> None:
+@pytest.mark.parametrize(
+    "key", ["extraData", "iostatistics", "directories", "files", "jobAttemptNumber", "taskAttemptDir", "taskID"]
+)
+def test_every_key_the_schema_requires_must_be_there(key: str) -> None:
+    """The schema requires every key Hadoop writes; a missing one was silently defaulted before."""
     raw = document()
-    for key in ("extraData", "iostatistics", "directories", "files", "jobAttemptNumber"):
-        del raw[key]
-    del raw["taskAttemptDir"]
-    raw["taskAttemptDir"] = "file:/x"
-    manifest = TaskManifest.from_dict(raw)
-    assert (manifest.files, manifest.directories, manifest.extra_data) == ([], [], {})
-    assert manifest.job_attempt_number == 0
-    assert manifest.iostatistics == IOStatisticsSnapshot()
+    del raw[key]
+    with pytest.raises(ManifestError, match=f"field {key}: is missing") as raised:
+        TaskManifest.from_dict(raw, "file:///out/m.json")
+    assert "file:///out/m.json" in str(raised.value)
 
 
-def test_empty_etag_means_none_and_out_of_range_status_means_unknown() -> None:
+def test_empty_etag_means_none() -> None:
     raw = document()
     raw["files"][0]["e"] = ""
-    raw["directories"][0]["t"] = 9
-    manifest = TaskManifest.from_dict(raw)
-    assert manifest.files[0].etag is None
-    assert manifest.directories[0].status is EntryStatus.UNKNOWN
+    assert TaskManifest.from_dict(raw).files[0].etag is None
+
+
+@pytest.mark.parametrize("status", [9, -1, 5])
+def test_a_directory_status_outside_hadoops_ordinals_is_refused(status: int) -> None:
+    """The schema allows 0 to 4; an out-of-range status was read as unknown."""
+    raw = document()
+    raw["directories"][0]["t"] = status
+    with pytest.raises(ManifestError, match=r"directories\[0\]\.t \(status\): must be an integer >= 0 and <= 4"):
+        TaskManifest.from_dict(raw, "m.json")
+
+
+def test_integral_numbers_are_integers_as_in_json_schema() -> None:
+    raw = document()
+    raw["files"][0]["z"] = 3.0
+    raw["jobAttemptNumber"] = 2.0
+    assert TaskManifest.from_dict(raw) == sample()
 
 
 def test_entry_status_ordinals_are_hadoops() -> None:
@@ -142,7 +155,17 @@ def test_hadoop_manifests_load() -> None:
         (lambda d: d["files"][0].update(d=""), "destination"),
         (lambda d: d["files"][0].update(e=5), "etag"),
         (lambda d: d["directories"][0].update(l=-1), "level"),
-        (lambda d: d["directories"][0].update(t="dir"), "'t'"),
+        (lambda d: d["directories"][0].update(t="dir"), r"t \(status\)"),
+        (lambda d: d["files"][0].update(e=None), r"files\[0\]\.e \(etag\)"),
+        (lambda d: d["files"].append({"s": "file:///x", "d": "file:///out/y", "z": 1, "e": []}), r"files\[2\]\.e"),
+        (lambda d: d["iostatistics"].update(meanstatistics=[1]), "iostatistics.meanstatistics: must be an object"),
+        (lambda d: d["iostatistics"]["meanstatistics"].update(m=[1]), "iostatistics.meanstatistics.m: must be an"),
+        (lambda d: d["iostatistics"]["meanstatistics"].update(m={"sum": 1}), "meanstatistics.m.samples: is missing"),
+        (lambda d: d["iostatistics"]["counters"].update(c=None), "iostatistics.counters.c: must be an integer"),
+        (lambda d: d["iostatistics"].pop("gauges"), "iostatistics.gauges: is missing"),
+        (lambda d: d.update(iostatistics=None), "iostatistics: must be an object"),
+        (lambda d: d.update(extraData=[]), "extraData: must be an object"),
+        (lambda d: d.update(version=True), "version True"),
         (lambda d: d.update(extraData={"k": 1}), "extraData"),
         (lambda d: d.update(files=["not an object"]), "not an object"),
         (lambda d: d["iostatistics"].update(counters=[]), "counters"),

@@ -4,7 +4,9 @@ Hadoop's documents must match them, and broken documents must not."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ SUCCESS_SCHEMA = "success-data.schema.json"
 Document = dict[str, Any]
 
 
+@functools.cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(load_schema(name), format_checker=jsonschema.FormatChecker())
 
@@ -219,3 +222,131 @@ def test_broken_success_files_fail(mutation: Mutation) -> None:
 def test_a_manifest_is_not_a_success_file_and_vice_versa() -> None:
     assert errors_of(SUCCESS_SCHEMA, load_data("hadoop/local-task-manifest.json")) != []
     assert errors_of(MANIFEST_SCHEMA, load_data("hadoop/success.json")) != []
+
+
+# --- the decoders accept exactly what the schemas accept ---------------------------------------------------------
+
+
+def decode_manifest(document: Any) -> None:
+    mc.TaskManifest.from_dict(document, "origin.json")
+
+
+def decode_success(document: Any) -> None:
+    mc.SuccessData.from_dict(document, "origin.json")
+
+
+DECODERS: dict[str, Callable[[Any], None]] = {MANIFEST_SCHEMA: decode_manifest, SUCCESS_SCHEMA: decode_success}
+SAMPLES = {
+    MANIFEST_SCHEMA: ["hadoop/local-task-manifest.json", "hadoop/abfs-task-manifest.json"],
+    SUCCESS_SCHEMA: ["hadoop/success.json", "hadoop/failure-report.json", "hadoop/abort-report.json"],
+}
+
+REPLACEMENTS: list[object] = [None, True, -1, 5, 1.5, 2.0, "", "x", [1], {}, {"samples": 1, "sum": 2}]
+"""Values of every JSON type and of the shapes the documents use, put in place of each value in turn."""
+
+MAP_KEYS_MUTATED = 1
+"""Of a map with many keys (counters, say), only the first few are mutated: the rest have the same schema."""
+
+
+def value_paths(node: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Paths of the values worth mutating: every key of small objects, the first of long maps and arrays."""
+    paths: list[tuple[str | int, ...]] = []
+    if isinstance(node, dict):
+        keys = list(node) if len(node) <= 12 else list(node)[:MAP_KEYS_MUTATED]
+        for key in keys:
+            paths.append((*path, key))
+            paths.extend(value_paths(node[key], (*path, key)))
+    elif isinstance(node, list):
+        for index in range(min(len(node), 1)):
+            paths.append((*path, index))
+            paths.extend(value_paths(node[index], (*path, index)))
+    return paths
+
+
+def mutated(document: Document, path: tuple[str | int, ...], replacement: object) -> Any:
+    """A copy of ``document`` with the value at ``path`` replaced, or removed when ``replacement`` is ``REMOVE``."""
+    copied = copy.deepcopy(document)
+    parent: Any = copied
+    for step in path[:-1]:
+        parent = parent[step]
+    if replacement is REMOVE:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = copy.deepcopy(replacement)
+    return copied
+
+
+REMOVE = object()
+
+
+def verdicts(schema: str, document: Any) -> tuple[list[str], BaseException | None]:
+    """What the schema says (its errors) and what the decoder does (the exception it raised, if any)."""
+    try:
+        DECODERS[schema](document)
+    except BaseException as error:
+        return errors_of(schema, document), error
+    return errors_of(schema, document), None
+
+
+def assert_agree(schema: str, document: Any, what: str) -> None:
+    errors, raised = verdicts(schema, document)
+    if errors:
+        assert isinstance(raised, mc.ManifestError), f"{what}: schema refuses ({errors[0]}), decoder gave {raised!r}"
+        assert "origin.json" in str(raised)
+    else:
+        assert raised is None, f"{what}: the schema accepts, the decoder refused: {raised!r}"
+
+
+@pytest.mark.parametrize("schema", [MANIFEST_SCHEMA, SUCCESS_SCHEMA])
+def test_decoder_agrees_with_the_schema_on_every_single_mutation(schema: str) -> None:
+    """Every value of Hadoop's documents replaced by values of every type, or removed, one at a time: the decoder
+    refuses (with a ManifestError naming the file) exactly what the schema refuses."""
+    checked = 0
+    for name in SAMPLES[schema][:1]:
+        document = load_data(name)
+        assert_agree(schema, document, name)
+        for path in value_paths(document):
+            for replacement in [*REPLACEMENTS, REMOVE]:
+                candidate = mutated(document, path, replacement)
+                assert_agree(schema, candidate, f"{name} {'/'.join(map(str, path))} = {replacement!r}")
+                checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("schema", [MANIFEST_SCHEMA, SUCCESS_SCHEMA])
+def test_decoder_agrees_with_the_schema_on_random_multiple_mutations(schema: str) -> None:
+    """Several mutations at once, and unknown keys added anywhere, from a fixed seed."""
+    chooser = random.Random(8)
+    for round_number in range(100):
+        name = chooser.choice(SAMPLES[schema])
+        candidate: Any = load_data(name)
+        for _ in range(chooser.randint(1, 3)):
+            paths = value_paths(candidate)
+            if not paths:
+                break
+            path = chooser.choice(paths)
+            if chooser.random() < 0.2:
+                target = candidate
+                for step in path[:-1]:
+                    target = target[step]
+                if isinstance(target, dict):
+                    target[f"unknown{round_number}"] = chooser.choice(REPLACEMENTS)
+                continue
+            candidate = mutated(candidate, path, chooser.choice([*REPLACEMENTS, REMOVE]))
+        assert_agree(schema, candidate, f"round {round_number} of {name}")
+
+
+@pytest.mark.parametrize("mutation", BROKEN_MANIFESTS.values(), ids=list(BROKEN_MANIFESTS))
+def test_broken_manifests_are_refused_by_the_decoder(mutation: Mutation) -> None:
+    broken = load_data("hadoop/local-task-manifest.json")
+    mutation(broken)
+    with pytest.raises(mc.ManifestError, match=r"origin\.json"):
+        decode_manifest(broken)
+
+
+@pytest.mark.parametrize("mutation", BROKEN_SUCCESS.values(), ids=list(BROKEN_SUCCESS))
+def test_broken_success_files_are_refused_by_the_decoder(mutation: Mutation) -> None:
+    broken = load_data("hadoop/success.json")
+    mutation(broken)
+    with pytest.raises(mc.ManifestError, match=r"origin\.json"):
+        decode_success(broken)

@@ -70,7 +70,11 @@ class LocalStore(StoreOperations):
     """Local filesystem; ``rename_file`` is atomic and refuses to replace (``renameat2(RENAME_NOREPLACE)``)."""
 
     capabilities = StoreCapabilities(
-        atomic_rename=True, etags_preserved_in_rename=False, real_directories=True, microsecond_calls=True
+        atomic_rename=True,
+        etags_preserved_in_rename=False,
+        real_directories=True,
+        microsecond_calls=True,
+        hidden_checksum_files=True,
     )
 
     def __init__(self, fs: Any) -> None:
@@ -102,7 +106,7 @@ class LocalStore(StoreOperations):
             for entry in entries:
                 is_dir = entry.is_dir(follow_symlinks=False)
                 size = 0 if is_dir else entry.stat(follow_symlinks=False).st_size
-                result.append(FileStatus(path=entry.path, size=size, is_dir=is_dir))
+                result.append(FileStatus(path=entry.path, size=size, is_dir=is_dir, is_link=entry.is_symlink()))
         return result
 
     def mkdirs(self, path: str) -> None:

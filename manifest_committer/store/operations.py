@@ -34,6 +34,8 @@ class FileStatus:
     is_dir: bool
     etag: str | None = None
     checksum: str | None = None
+    is_link: bool = False
+    """A symbolic link (only local disk has them): task commit refuses it rather than commit a link."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,9 @@ class StoreCapabilities:
     checksums_preserved_in_rename: bool = False
     """A renamed file keeps the ``checksum`` its status reports (GCS crc32c, Azure Content-MD5), so a file at a
     destination can be proved to be a copy of a source by comparing the two."""
+    hidden_checksum_files: bool = False
+    """Hadoop's checksummed filesystem of this store writes a ``.NAME.crc`` beside each ``NAME`` and hides it from
+    listings (only ``file://``: ``LocalFileSystem``), so task commit leaves such side files out."""
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
@@ -125,6 +130,7 @@ class StoreOperations:
             is_dir=raw.get("type") == "directory",
             etag=str(etag).strip('"') if etag else None,
             checksum=str(checksum) if checksum else None,
+            is_link=bool(raw.get("islink")),
         )
 
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
+from manifest_committer.duplicates import DuplicateHashes
 from manifest_committer.errors import DuplicateDestinationError, JobStateError, ManifestError
 from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from manifest_committer.stages.base import StageContext
@@ -239,6 +241,66 @@ def test_a_destination_claimed_by_two_tasks_fails_the_load(destination: str) -> 
     assert "same.csv" in message and task_ids(0)[1] in message and task_ids(1)[1] in message
 
 
+def test_one_destination_in_two_spellings_in_one_manifest_fails_the_load(local_destination: str) -> None:
+    """``file:/x`` and ``file:///x`` are one path: a manifest listing both claims one file twice (the check compared
+    the raw URLs within a manifest, and only other manifests' paths across them)."""
+    context = make_context(local_destination)
+    set_up_job(context)
+    manifest = save_manifest(context, 0, [("a.csv", 1), ("b.csv", 1)])
+    second = manifest.files[1]
+    manifest.files[1] = FileEntry(second.source, manifest.files[0].dest.replace("file:///", "file:/", 1), 1)
+    context.store.write_bytes(context.paths.manifest_path(manifest.task_id), manifest.to_json())
+    with pytest.raises(DuplicateDestinationError, match=r"a\.csv: destination listed twice by task attempt"):
+        load(fresh(context))
+
+
+def test_one_task_attempt_committed_as_two_tasks_fails_the_load(destination: str) -> None:
+    """A copy of one attempt's manifest under another task's name would rename its sources twice."""
+    context = make_context(destination)
+    set_up_job(context)
+    manifest = save_manifest(context, 0, [("a.csv", 1)])
+    manifest.task_id = task_ids(1)[0]
+    manifest.files = [FileEntry(manifest.files[0].source, context.store.to_url(dest_path(context, "b.csv")), 1)]
+    context.store.write_bytes(context.paths.manifest_path(manifest.task_id), manifest.to_json())
+    with pytest.raises(ManifestError, match=f"task attempt {task_ids(0)[1]} also committed as another task"):
+        load(fresh(context))
+
+
+def test_duplicates_are_found_across_many_spilled_hash_runs(
+    destination: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With tiny hash runs the check goes through spill and merge, and still finds the one repeated file."""
+    monkeypatch.setattr(DuplicateHashes.__init__, "__defaults__", (None, 3, 2))  # run_size 3, fan_in 2
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    context = make_context(destination)
+    set_up_job(context)
+    for index in range(4):
+        save_manifest(context, index, [(f"t{index}/f{n}.csv", 1) for n in range(5)])
+    save_manifest(context, 4, [("t4/own.csv", 1), ("t2/f3.csv", 1)])
+    with pytest.raises(DuplicateDestinationError) as raised:
+        LoadManifestsStage(fresh(context)).apply(LoadManifestsArguments(spill_directory=str(spill)))
+    message = str(raised.value)
+    assert "t2/f3.csv" in message and task_ids(2)[1] in message and task_ids(4)[1] in message
+    assert os.listdir(spill) == [], "both spill files are removed when the load fails"
+
+
+def test_the_hash_spill_file_is_removed_after_a_good_load(
+    destination: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(DuplicateHashes.__init__, "__defaults__", (None, 3, 2))
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    context = make_context(destination)
+    set_up_job(context)
+    for index in range(3):
+        save_manifest(context, index, [(f"t{index}/f{n}.csv", 1) for n in range(4)])
+    result = LoadManifestsStage(fresh(context)).apply(LoadManifestsArguments(spill_directory=str(spill)))
+    with result.entry_file:
+        assert result.file_count == 12
+        assert [name for name in os.listdir(spill) if not name.endswith(".entries")] == []
+
+
 @pytest.mark.parametrize(
     ("corruption", "message"),
     [
@@ -281,8 +343,8 @@ def test_a_manifest_of_another_job_or_task_fails(destination: str, field: str, v
     ("source_suffix", "dest_suffix", "message"),
     [
         ("/../../other/f", "/f", "source"),
-        ("/f", "/../escaped", "outside the job's destination"),
-        ("/f", "/_temporary/x/f", "outside the job's destination"),
+        ("/f", "/../escaped", "destination .* has a '.' or '..' segment"),
+        ("/f", "/_temporary/x/f", "destination .* lies inside the destination's _temporary directory"),
     ],
 )
 def test_entries_outside_the_job_fail(destination: str, source_suffix: str, dest_suffix: str, message: str) -> None:

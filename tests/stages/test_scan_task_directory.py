@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import uuid
+from pathlib import Path
+
 import pytest
 
 from manifest_committer.errors import JobStateError, ManifestError
@@ -19,6 +24,7 @@ from manifest_committer.statistic_names import (
     TASK_STAGE_SCAN_DIRECTORY,
 )
 from tests.fixtures.stage_context import dest_path, fresh, make_context, set_up_job, task_ids, write_task_output
+from tests.fixtures.stores import clear_memory_filesystem
 
 TASK_ID, ATTEMPT_ID = task_ids(0)
 
@@ -104,11 +110,35 @@ def test_hidden_and_underscore_files_are_committed(destination: str) -> None:
     assert names == [".hidden", "_SUCCESS", "_meta/.crc"]
 
 
-def test_checksum_side_files_of_hadoop_are_left_out(destination: str) -> None:
-    files = {"a/part-0": b"data", "a/.part-0.crc": b"crc", ".lonely.crc": b"kept: no sibling", "a/.x.crc.crc": b"k"}
-    result = scan(prepare(destination, files))
+CHECKSUM_FILES = {
+    "a/part-0": b"data",
+    "a/.part-0.crc": b"crc",
+    ".lonely.crc": b"kept: no sibling",
+    "a/.x.crc.crc": b"k",
+}
+
+
+def test_checksum_side_files_of_hadoop_are_left_out_on_local_disk(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only Hadoop's local filesystem hides ``.NAME.crc``: on local disk the side file is skipped, and logged."""
+    with caplog.at_level(logging.DEBUG, logger="manifest_committer.stages.scan_task_directory"):
+        result = scan(prepare(str(tmp_path / "out"), CHECKSUM_FILES))
     names = sorted(entry.dest.rsplit("/", 1)[-1] for entry in result.files)
     assert names == [".lonely.crc", ".x.crc.crc", "part-0"]
+    assert any(".part-0.crc" in record.getMessage() for record in caplog.records if record.levelno == logging.DEBUG)
+    assert any("skipped 1 .NAME.crc" in record.getMessage() for record in caplog.records)
+
+
+def test_checksum_named_files_are_ordinary_files_on_other_stores() -> None:
+    """A ``.NAME.crc`` in an object store or memory is a file like any other (was: silently dropped everywhere)."""
+    clear_memory_filesystem()
+    try:
+        result = scan(prepare(f"memory://crc-{uuid.uuid4().hex[:8]}/out", CHECKSUM_FILES))
+    finally:
+        clear_memory_filesystem()
+    names = sorted(entry.dest.rsplit("/", 1)[-1] for entry in result.files)
+    assert names == [".lonely.crc", ".part-0.crc", ".x.crc.crc", "part-0"]
 
 
 def test_names_are_percent_encoded_in_urls(destination: str) -> None:
@@ -188,10 +218,18 @@ def test_a_declared_output_that_is_missing_names_the_file(destination: str) -> N
 @pytest.mark.parametrize(
     ("outputs", "message"),
     [
-        ({"f0.csv": "../escape.csv"}, "destination '../escape.csv' is not a relative path"),
-        ({"f0.csv": "/abs.csv"}, "destination '/abs.csv' is not a relative path"),
-        ({"../f0.csv": "a.csv"}, r"output '\.\./f0\.csv' is not a relative path"),
-        ({"f0.csv": "a//b.csv"}, "is not a relative path"),
+        (
+            {"f0.csv": "../escape.csv"},
+            r"destination '\.\./escape\.csv' of output 'f0\.csv' has a '\.' or '\.\.' segment",
+        ),
+        ({"f0.csv": "/abs.csv"}, "destination '/abs.csv' of output 'f0.csv' has an empty path segment"),
+        ({"../f0.csv": "a.csv"}, r"output '\.\./f0\.csv' has a '\.' or '\.\.' segment"),
+        ({"f0.csv": "a//b.csv"}, "has an empty path segment"),
+        ({"f0.csv": "dir/"}, "has an empty path segment"),
+        ({"./f0.csv": "a.csv"}, r"output '\./f0\.csv' has a '\.' or '\.\.' segment"),
+        ({"f0.csv": "a\x00.csv"}, "holds a NUL character"),
+        ({"f0.csv": "_temporary/job/00/manifests/x.json"}, "lies inside the destination's _temporary directory"),
+        ({"f0.csv": ""}, "names its root directory itself"),
         ({"f0.csv": "same.csv", "f1.csv": "same.csv"}, "outputs 'f0.csv' and 'f1.csv' both go to 'same.csv'"),
     ],
 )
@@ -207,3 +245,55 @@ def test_declared_outputs_of_a_missing_attempt_directory_name_the_attempt(destin
     set_up_job(context)
     with pytest.raises(JobStateError, match=f"task attempt {ATTEMPT_ID} has no working directory"):
         scan_declared(fresh(context), {"f0.csv": "a.csv"})
+
+
+def test_declared_relative_paths_compare_in_normal_form(destination: str) -> None:
+    """``x.csv`` and ``/x.csv`` were two claims on one file; a non-normal spelling is now refused outright."""
+    context = prepare(destination, {"f0.csv": b"1", "f1.csv": b"2"})
+    with pytest.raises(ManifestError, match=r"'/x\.csv' of output 'f1\.csv' has an empty path segment"):
+        scan_declared(context, {"f0.csv": "x.csv", "f1.csv": "/x.csv"})
+
+
+# --- what a scanned attempt directory may hold --------------------------------------------------------------------
+
+
+def test_a_symbolic_link_in_the_attempt_directory_is_refused(tmp_path: Path) -> None:
+    """A link was committed as a link: the output pointed outside the destination. Refused, naming the link."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "secret.csv").write_bytes(b"not the job's")
+    context = prepare(str(tmp_path / "out"), {"dt=1/real.csv": b"1"})
+    link = os.path.join(context.paths.task_attempt_dir(ATTEMPT_ID), "dt=1", "link.csv")
+    os.symlink(elsewhere / "secret.csv", link)
+    with pytest.raises(ManifestError, match="symbolic link") as raised:
+        scan(context)
+    assert "dt%3D1/link.csv" in str(raised.value) or "dt=1/link.csv" in str(raised.value)
+    assert ATTEMPT_ID in str(raised.value)
+
+
+def test_a_symbolic_link_to_a_directory_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "victim.csv").write_bytes(b"not the job's")
+    context = prepare(str(tmp_path / "out"), {"real.csv": b"1"})
+    os.symlink(elsewhere, os.path.join(context.paths.task_attempt_dir(ATTEMPT_ID), "linked"))
+    with pytest.raises(ManifestError, match="linked: symbolic link"):
+        scan(context)
+    with pytest.raises(ManifestError, match="linked: symbolic link"):
+        scan_declared(fresh(context), {"linked/victim.csv": "victim.csv"})
+    assert (elsewhere / "victim.csv").read_bytes() == b"not the job's"
+
+
+def test_a_declared_output_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
+    context = prepare(str(tmp_path / "out"), {"real.csv": b"1"})
+    os.symlink(tmp_path / "anything", os.path.join(context.paths.task_attempt_dir(ATTEMPT_ID), "link.csv"))
+    with pytest.raises(ManifestError, match=r"link\.csv: symbolic link"):
+        scan_declared(context, {"real.csv": "a.csv", "link.csv": "b.csv"})
+
+
+def test_an_attempt_directory_holding_temporary_fails_at_task_commit(destination: str) -> None:
+    """A top-level ``_temporary`` would be committed into the job's own state: refused here, not at job commit."""
+    context = prepare(destination, {"_temporary/x.csv": b"1", "ok.csv": b"2"})
+    with pytest.raises(ManifestError, match="lies inside the destination's _temporary directory") as raised:
+        scan(context)
+    assert ATTEMPT_ID in str(raised.value)
