@@ -10,6 +10,7 @@ Hierarchy::
     │   └── DuplicateDestinationError two files claim one destination
     ├── OutputConflictError           the destination holds something that is not this job's file
     ├── OutputValidationError         a committed file is missing or differs from its manifest entry
+    ├── SourceChangedError            a file changed while the committer was moving it (not retried)
     └── UnsupportedStoreError         the store cannot give the guarantees the protocol needs
 
 Errors of the filesystem itself (``FileNotFoundError``, ``PermissionError``, backend errors) pass through
@@ -45,6 +46,13 @@ class OutputConflictError(CommitterError):
 
 class OutputValidationError(CommitterError):
     """A committed file does not match its manifest entry."""
+
+
+class SourceChangedError(CommitterError):
+    """A file changed while the store was moving it.
+
+    Someone outside the job still writes it: a retry cannot help, and the job must not publish either version.
+    """
 
 
 class UnsupportedStoreError(CommitterError):

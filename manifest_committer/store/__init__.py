@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from .azure import is_transient_azure
 from .factory import open_store
 from .faults import Fault, FaultInjectingStore, azure_operation_timed_out, azure_server_busy, gcs_http_error
-from .operations import FileStatus, StoreCapabilities, StoreOperations
+from .gcs import is_transient_gcs
+from .operations import FileStatus, FsspecStore, StoreCapabilities, StoreOperations
 from .rate_limit import RateLimitedStore, TokenBucket
-from .transient import is_transient_azure, is_transient_gcs, is_transient_generic
+from .transient import is_transient_generic
 
 __all__ = [
     "Fault",
     "FaultInjectingStore",
     "FileStatus",
+    "FsspecStore",
     "RateLimitedStore",
     "StoreCapabilities",
     "StoreOperations",

@@ -31,7 +31,7 @@ def test_a_wrong_azure_account_key_fails_setup_job_clearly(azurite: Emulator, az
     with pytest.raises(CommitterError, match="credentials") as raised:
         committer.setup_job()
     assert type(raised.value) is CommitterError
-    assert destination in str(raised.value)
+    assert f"abfs://{azure_container}@devstoreaccount1.dfs.core.windows.net/out" in str(raised.value)
     assert committer.store.is_auth_error(raised.value.__cause__ or raised.value)
     assert azurite.filesystem().find(azure_container) == []
 
