@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -234,3 +235,32 @@ def test_s3_is_refused_with_a_reason(url: str) -> None:
 def test_a_filesystem_without_a_binding_is_refused() -> None:
     with pytest.raises(mc.UnsupportedStoreError, match=r"http://.*no store binding"):
         open_store("http://127.0.0.1:1/out")
+
+
+def _http_session(store: StoreOperations) -> Any:
+    """The aiohttp session behind a store's private client."""
+    if isinstance(store, AzureBlobStore):
+        return store.fs.service_client._client._client._pipeline._transport.session
+    return store.fs._session
+
+
+def test_close_releases_the_private_client_and_keeps_the_shared_one(cloud_destination: str) -> None:
+    store, root = _store(cloud_destination)
+    store.write_bytes(f"{root}/a.csv", b"x")
+    session = _http_session(store)
+    assert session is not None and not session.closed
+    store.close()
+    assert session.closed
+    store.close()  # idempotent
+    assert store.data_fs.cat_file(f"{root}/a.csv") == b"x", "tasks' shared filesystem stays open"
+
+
+def test_a_committer_closes_its_store(cloud_destination: str) -> None:
+    with mc.ManifestCommitter(cloud_destination, "job_close", config=FAST) as committer:
+        committer.setup_job()
+        run_task(committer, "task_00000", "attempt_00000_0", {"a.csv": b"a"})
+        committer.commit_job()
+        session = _http_session(committer.store)
+        assert not session.closed
+    assert session.closed
+    committer.close()
