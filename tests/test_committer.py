@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
-from manifest_committer import committer as committer_module
-from manifest_committer.store import StoreOperations
+from manifest_committer.store import StoreOperations, open_store
 from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.committing import FAST, run_task
 
@@ -58,14 +57,13 @@ def test_the_context_manager_closes_on_error(destination: str) -> None:
 
 def test_the_summary_report_store_is_closed(destination: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     opened: list[ClosingSpy] = []
-    real_open_store = committer_module.open_store
 
     def spying_open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
-        store, path = real_open_store(url, storage_options)
+        store, path = open_store(url, storage_options)
         opened.append(ClosingSpy(store))
         return opened[-1], path
 
-    monkeypatch.setattr(committer_module, "open_store", spying_open_store)
+    monkeypatch.setattr("manifest_committer.committer.open_store", spying_open_store)
     config = mc.CommitterConfig(summary_report_directory=str(tmp_path / "reports"))
     with mc.ManifestCommitter(destination, "job_report", config=config) as committer:
         committer.setup_job()

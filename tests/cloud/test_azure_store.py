@@ -148,7 +148,9 @@ def _answer_412_for_an_existing_destination(monkeypatch: pytest.MonkeyPatch) -> 
         try:
             return await original(self, *args, **kwargs)
         except ResourceExistsError as error:
-            precondition_failed = ResourceModifiedError(message="The condition specified using HTTP headers is not met")
+            precondition_failed: Any = ResourceModifiedError(
+                message="The condition specified using HTTP headers is not met"
+            )
             precondition_failed.status_code = 412
             precondition_failed.error_code = "ConditionNotMet"
             raise precondition_failed from error
