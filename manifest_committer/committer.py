@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 from .config import MANIFEST_PREFIX, CommitterConfig
@@ -54,7 +55,8 @@ class ManifestCommitter:
 
     Any of the calls may run in another process or machine on a committer built with the same destination,
     job id and attempt: nothing but the store links them. Each job commit has its own thread pool of
-    ``io.threads``.
+    ``io.threads``. A committer holds a cloud client: ``close()`` it, or use it as a context manager
+    (``with ManifestCommitter(...) as committer:``), when done.
     """
 
     def __init__(
@@ -89,6 +91,21 @@ class ManifestCommitter:
     @property
     def job_id(self) -> str:
         return self.paths.job_id
+
+    def close(self) -> None:
+        """Close the store this committer opened (its cloud client and connections); idempotent.
+
+        Task attempts' ``fs`` is fsspec's shared filesystem, not the committer's, and stays usable.
+        """
+        self._store.close()
+
+    def __enter__(self) -> ManifestCommitter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
 
     @property
     def store(self) -> StoreOperations:
@@ -255,6 +272,10 @@ class ManifestCommitter:
         report.diagnostics[MANIFEST_PREFIX + "io.threads"] = str(self.config.io_threads)
         try:
             store, root = open_store(directory, self.storage_options)
+        except Exception as error:
+            log.warning("Could not save the summary report of job %s to %s: %s", self.job_id, directory, error)
+            return
+        try:
             path = posixpath.join(root, SUMMARY_FILENAME_FORMAT.format(job_id=self.job_id))
             if not overwrite and store.info(path) is not None:
                 log.info("Keeping the existing summary report %s", store.to_url(path))
@@ -263,3 +284,8 @@ class ManifestCommitter:
             log.info("Saved summary report %s", store.to_url(path))
         except Exception as error:
             log.warning("Could not save the summary report of job %s to %s: %s", self.job_id, directory, error)
+        finally:
+            try:
+                store.close()
+            except Exception as error:
+                log.warning("Could not close the store of summary report directory %s: %s", directory, error)

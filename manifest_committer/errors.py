@@ -12,6 +12,7 @@ Hierarchy::
     ├── MarkerServerError             the marker server refused or failed a request, or cannot be reached
     ├── OutputConflictError           the destination holds something that is not this job's file
     ├── OutputValidationError         a committed file is missing or differs from its manifest entry
+    ├── SourceChangedError            a file changed while the committer was moving it (not retried)
     ├── UploadOutcomeUnknownError     a retried upload completion whose result the evidence cannot decide
     └── UnsupportedStoreError         the store cannot give the guarantees the protocol needs
 
@@ -56,6 +57,13 @@ class OutputConflictError(CommitterError):
 
 class OutputValidationError(CommitterError):
     """A committed file does not match its manifest entry."""
+
+
+class SourceChangedError(CommitterError):
+    """A file changed while the store was moving it.
+
+    Someone outside the job still writes it: a retry cannot help, and the job must not publish either version.
+    """
 
 
 class UnsupportedStoreError(CommitterError):

@@ -71,7 +71,7 @@ def test_multi_task_job_with_partitions_and_odd_names(destination: str) -> None:
     assert output(committer) == ODD_NAMES
     assert success.success
     assert success.filenames == sorted(url_of(committer, name) for name in ODD_NAMES)
-    decoded = {urllib.parse.unquote(url.split(committer.paths.dest + "/", 1)[1]) for url in success.filenames}
+    decoded = {urllib.parse.unquote(url.split(committer.destination_url + "/", 1)[1]) for url in success.filenames}
     assert decoded == set(ODD_NAMES)
     assert "_temporary" not in tree(committer)
 

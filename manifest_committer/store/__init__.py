@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .azure import is_transient_azure
 from .factory import open_store
 from .faults import (
     Fault,
@@ -13,14 +14,15 @@ from .faults import (
     s3_internal_error,
     s3_slow_down,
 )
-from .operations import FileStatus, StoreCapabilities, StoreOperations
+from .operations import FileStatus, FsspecStore, StoreCapabilities, StoreOperations
 from .rate_limit import RateLimitedStore, TokenBucket
-from .transient import is_transient_azure, is_transient_gcs, is_transient_generic
+from .transient import is_transient_generic
 
 __all__ = [
     "Fault",
     "FaultInjectingStore",
     "FileStatus",
+    "FsspecStore",
     "RateLimitedStore",
     "StoreCapabilities",
     "StoreOperations",
@@ -29,7 +31,6 @@ __all__ = [
     "azure_server_busy",
     "gcs_http_error",
     "is_transient_azure",
-    "is_transient_gcs",
     "is_transient_generic",
     "open_store",
     "s3_error",

@@ -17,6 +17,12 @@ at the destination is ``FileExistsError``.
 
 Etags change with a copy, so ``etags_preserved_in_rename`` is false; Content-MD5 is copied with the blob, so a
 status's ``checksum`` (base64 Content-MD5, when the writer's upload set one) survives a rename.
+
+URLs are Hadoop ABFS's: ``abfs[s]://<container>@<account>.dfs.core.windows.net/<path>``. A store knows its
+account and its destination's container, and refuses a URL of any other, so a manifest cannot name blobs of
+another account that the credentials happen to reach, nor be mapped silently into this one.
+
+This module also decides which Azure errors a retry may cure (``is_transient_azure``).
 """
 
 from __future__ import annotations
@@ -24,16 +30,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import errno
+import inspect
 import logging
+import re
 import time
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from fsspec.asyn import sync
 
-from ..urls import decode_path, split_url
-from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, StoreOperations
-from .transient import caused_by_transient, is_transient_azure, status_code
+from ..errors import ConfigError, SourceChangedError
+from ..urls import decode_path, encode_path, split_url
+from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore
+from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +53,64 @@ COPY_TIMEOUT = 600.0
 """Seconds a pending copy may take before the rename gives up with ``TimeoutError``."""
 DELETE_CONCURRENCY = 16
 """Blob deletes in flight at once within one ``delete_dir``."""
+DELETE_BATCH = 1000
+"""Blob names one ``delete_dir`` lists, then deletes, at a time (one listing page): its memory stays bounded
+however many blobs the prefix holds."""
+
+URL_SCHEMES = ("abfs", "abfss", "az", "wasb", "wasbs")
+"""Schemes whose URLs name Azure blobs: Hadoop's ABFS and WASB, and adlfs's ``az``."""
+_ACCOUNT_HOST = re.compile(r"(?P<account>[a-z0-9]{3,24})\.(dfs|blob)\.[a-z0-9.-]+", re.IGNORECASE)
+"""``<account>.dfs.core.windows.net`` (or ``.blob.``, or another Azure cloud's domain)."""
+
+CREDENTIAL_SOURCES = (
+    "storage_options connection_string, or account_name (or the account in the URL, "
+    "abfs://<container>@<account>.dfs.core.windows.net/<path>) with one of account_key, sas_token, credential, "
+    "client_id + client_secret + tenant_id, or anon=True; or the environment variables "
+    "AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY, "
+    "AZURE_STORAGE_SAS_TOKEN, or AZURE_STORAGE_CLIENT_ID + AZURE_STORAGE_CLIENT_SECRET + AZURE_STORAGE_TENANT_ID"
+)
+"""Where adlfs finds Azure credentials, for the messages of missing or refused ones."""
+
+# --- which errors a retry may cure --------------------------------------------------------------------------
+
+AZURE_RETRYABLE_ERROR_CODES = frozenset(
+    {"ServerBusy", "OperationTimedOut", "InternalError", "IngressOverAccountLimit", "EgressOverAccountLimit"}
+)
+"""Azure Storage error codes (``x-ms-error-code``) that a retry may cure."""
+
+_AZURE_CONNECTION_ERROR_NAMES = frozenset(
+    # azure-core: the request never reached the service, or its answer never came back.
+    {"ServiceRequestError", "ServiceResponseError", "ServiceRequestTimeoutError", "ServiceResponseTimeoutError"}
+)
+
+
+def is_transient_azure(error: BaseException) -> bool:
+    """An Azure Blob error (azure-core or adlfs) that a retry may cure.
+
+    Throttling and server errors are ``HttpResponseError`` with ``status_code`` 408/429/500/502/503/504 or an
+    ``error_code`` such as ``ServerBusy`` or ``OperationTimedOut``; a failed or dropped connection is
+    ``ServiceRequestError`` or ``ServiceResponseError``. Not found, exists, precondition failed and refused
+    credentials are answers, never retried.
+    """
+    if is_transient_generic(error):
+        return True
+    names = class_names(error)
+    if names & _AZURE_CONNECTION_ERROR_NAMES:
+        return True
+    if "HttpResponseError" not in names:
+        return False
+    if {"ResourceNotFoundError", "ResourceExistsError", "ResourceModifiedError", "ClientAuthenticationError"} & names:
+        return False
+    if getattr(error, "error_code", None) in AZURE_RETRYABLE_ERROR_CODES:
+        return True
+    return status_code(error) in RETRYABLE_STATUS_CODES
+
+
+def missing_credentials_error(url: str, error: BaseException) -> ConfigError:
+    """The error for adlfs refusing to build a client (no account or credentials found), naming where they go."""
+    return ConfigError(
+        f"{url}: no Azure credentials or account were found ({error}); supply them with {CREDENTIAL_SOURCES}"
+    )
 
 
 def without_client_retries(fs: Any) -> Any:
@@ -78,33 +146,114 @@ def _if_not_modified() -> Any:
     return MatchConditions.IfNotModified
 
 
-class AzureBlobStore(StoreOperations):
-    """Azure Blob Storage (flat namespace) via adlfs; ``rename_file`` is conditional copy + delete."""
+def _account_of(fs: Any) -> str | None:
+    """The storage account a filesystem's client talks to (from a connection string, or adlfs's account_name)."""
+    account = getattr(getattr(fs, "service_client", None), "account_name", None) or getattr(fs, "account_name", None)
+    return str(account).lower() if account else None
+
+
+def _account_in_host(url: str, host: str) -> str:
+    match = _ACCOUNT_HOST.fullmatch(host)
+    if match is None:
+        raise ValueError(f"{url}: {host} is not an Azure storage account host (<account>.dfs.core.windows.net)")
+    return match.group("account").lower()
+
+
+class AzureBlobStore(FsspecStore):
+    """Azure Blob Storage (flat namespace) via adlfs; ``rename_file`` is conditional copy + delete.
+
+    ``destination``, the URL the store was opened for, binds it to one container (and names the account host
+    Hadoop's URLs carry); without it, URLs of any container of the account are accepted.
+    """
 
     capabilities = COPY_THEN_DELETE_OBJECT_STORE
+    credential_sources = CREDENTIAL_SOURCES
 
-    def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None) -> None:
+    def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None, *, destination: str | None = None) -> None:
         super().__init__(fs, scheme, data_fs)
+        self.account = _account_of(fs)
+        self.account_host = f"{self.account}.dfs.core.windows.net" if self.account else None
+        self.container: str | None = None
+        if destination is not None:
+            _, authority, path = split_url(destination)
+            container, at, host = authority.partition("@")
+            if at:
+                named = _account_in_host(destination, host)
+                if self.account is not None and named != self.account:
+                    raise ConfigError(
+                        f"{destination}: names storage account {named}, but the credentials are for {self.account}"
+                    )
+                self.account_host = host.lower()
+            self.container = container or path.lstrip("/").split("/", 1)[0] or None
 
     # --- URLs: Hadoop writes abfs://container@account.dfs.core.windows.net/path ---------------------------
 
+    def to_url(self, path: str) -> str:
+        """Hadoop ABFS's form, ``abfs[s]://<container>@<account host>/<path>`` (adlfs reads it too).
+
+        A store whose account is unknown (no client) writes adlfs's short form ``abfs://<container>/<path>``.
+        """
+        if self.account_host is None:
+            return super().to_url(path)
+        container, _, rest = path.partition("/")
+        scheme = "abfss" if self.scheme == "abfss" else "abfs"  # az:// is adlfs's alone; Hadoop reads abfs://
+        return f"{scheme}://{container}@{self.account_host}/{encode_path(rest)}"
+
     def from_url(self, url: str) -> str:
+        """The path of a URL of this store's account and container; ``ValueError`` for any other.
+
+        Accepted: Hadoop's ``abfs[s]://<container>@<account>.dfs.core.windows.net/<path>`` (and ``wasb[s]://``
+        with ``.blob.``) naming this account, and adlfs's short ``abfs://<container>/<path>``, which names no
+        account and so always means this one.
+        """
         scheme, authority, path = split_url(url)
-        if scheme not in ("abfs", "abfss", "az", "wasb", "wasbs"):
+        if scheme not in URL_SCHEMES:
             raise ValueError(f"{url} is not an Azure Blob Storage URL")
-        container = authority.split("@", 1)[0]
-        return decode_path(f"{container}{path}" if container else path.lstrip("/"))
+        container, at, host = authority.partition("@")
+        if at:
+            account = _account_in_host(url, host)
+            if account != self.account:
+                raise ValueError(f"{url} names storage account {account}, not this store's {self.account}")
+            if not container:
+                raise ValueError(f"{url} names no container")
+        decoded = decode_path(f"{container}{path}" if container else path.lstrip("/"))
+        if self.container is not None and decoded.split("/", 1)[0] != self.container:
+            raise ValueError(f"{url} is not in container {self.container}")
+        return decoded
 
     # --- errors and statuses --------------------------------------------------------------------------------
 
     def is_transient(self, error: BaseException) -> bool:
         return caused_by_transient(error, is_transient_azure)
 
+    # --- resources ------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the private filesystem's service client (its HTTP session) and credential; idempotent.
+
+        adlfs does the same only in a finaliser at garbage collection, which may never run before exit (and
+        then aiohttp warns of an unclosed session). ``data_fs`` is fsspec's shared instance, which other code
+        in the process may use: it is left open.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        if getattr(self.fs, "service_client", None) is not None:
+            sync(self.fs.loop, self._close_clients)
+
+    async def _close_clients(self) -> None:
+        await self.fs.service_client.close()
+        close_credential = getattr(getattr(self.fs, "credential", None), "close", None)
+        if close_credential is not None:
+            result = close_credential()
+            if inspect.isawaitable(result):
+                await result
+
     def _is_auth_error_here(self, error: BaseException) -> bool:
         """azure-core's ``ClientAuthenticationError`` (bad key or token, no credential), or a 401/403 answer."""
         if super()._is_auth_error_here(error):
             return True
-        names = {cls.__name__ for cls in type(error).__mro__}
+        names = class_names(error)
         if "ClientAuthenticationError" in names:
             return True
         return "HttpResponseError" in names and status_code(error) in AUTH_STATUS_CODES
@@ -164,22 +313,40 @@ class AzureBlobStore(StoreOperations):
         return bool(sync(self.fs.loop, self._delete_tree, container, blob.rstrip("/")))
 
     async def _delete_tree(self, container: str, blob: str) -> int:
+        """List a page of names, delete them, list the next: never more than one page of names in memory.
+
+        Deleting behind the listing is safe: its continuation marker is the next blob name, not a position.
+        """
+        client = self.fs.service_client.get_container_client(container)
+        deleted = 0
+        batch: list[str] = []
+        async for item in client.list_blobs(name_starts_with=blob + "/", results_per_page=DELETE_BATCH):
+            batch.append(item.name)
+            if len(batch) >= DELETE_BATCH:
+                deleted += await self._delete_blobs(client, batch)
+                batch = []
+        batch.append(blob)  # the directory's own marker, after everything below it
+        return deleted + await self._delete_blobs(client, batch)
+
+    @staticmethod
+    async def _delete_blobs(client: Any, names: Iterable[str]) -> int:
+        """Delete blobs with ``DELETE_CONCURRENCY`` workers taking names from one iterator: as many coroutines
+        as workers, however many names; missing blobs are fine."""
         from azure.core.exceptions import ResourceNotFoundError
 
-        client = self.fs.service_client.get_container_client(container)
-        names = [item.name async for item in client.list_blobs(name_starts_with=blob + "/")]
-        names.append(blob)
-        limit = asyncio.Semaphore(DELETE_CONCURRENCY)
+        pending = iter(names)
 
-        async def delete(name: str) -> int:
-            async with limit:
+        async def worker() -> int:
+            count = 0
+            for name in pending:  # shared: each name is taken by one worker
                 try:
                     await client.delete_blob(name)
                 except ResourceNotFoundError:
-                    return 0
-                return 1
+                    continue
+                count += 1
+            return count
 
-        return sum(await asyncio.gather(*(delete(name) for name in names)))
+        return sum(await asyncio.gather(*(worker() for _ in range(DELETE_CONCURRENCY))))
 
     def remove_empty_dir(self, path: str) -> bool:
         try:
@@ -251,22 +418,52 @@ class AzureBlobStore(StoreOperations):
                 source_match_condition=MatchConditions.IfNotModified,
             )
         except ResourceExistsError:
-            if await self._is_own_copy(source_client, source_probe, dest_client):
-                log.info("Finishing an interrupted rename of %s to %s: deleting the source", source, dest)
-                await self._delete_source(source_client, source_probe.etag, source)
-                return
-            raise FileExistsError(errno.EEXIST, "rename destination exists", dest) from None
+            # Azurite 3.35 answers a destination that exists with 409 BlobAlreadyExists (measured).
+            await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest)
+            return
         except ResourceNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "rename source vanished during the rename", source) from None
         except ResourceModifiedError as error:
-            raise OSError(errno.EBUSY, f"rename source changed during the rename: {error}", source) from error
+            # 412 has two meanings here. Real Azure may answer a failed If-None-Match: * on the destination with
+            # 412 (ConditionNotMet / TargetConditionNotMet) rather than 409; a source no longer at the pinned etag
+            # is 412 too (SourceConditionNotMet on Azure; Azurite says ConditionNotMet for both, measured).
+            # Where the code does not say "source", the destination decides: anything there is the 409 case.
+            if getattr(error, "error_code", None) != "SourceConditionNotMet" and await self._exists(dest_client):
+                await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest)
+                return
+            if not await self._exists(source_client):
+                raise FileNotFoundError(errno.ENOENT, "rename source vanished during the rename", source) from None
+            raise SourceChangedError(
+                f"{self.to_url(source)}: the blob changed while it was being renamed to {self.to_url(dest)}; "
+                "something outside the job still writes it, so it was not moved"
+            ) from error
 
         status = copy.get("copy_status")
         if status == "pending":
             status = await self._wait_for_copy(dest_client, dest)
         if status != "success":
             raise OSError(errno.EIO, f"server-side copy ended as {status!r}", dest)
-        await self._delete_source(source_client, source_probe.etag, source)
+        await self._delete_source(source_client, source_probe.etag, source, dest)
+
+    async def _finish_or_refuse(
+        self, source_client: Any, source_probe: Any, dest_client: Any, source: str, dest: str
+    ) -> None:
+        """Something is at the destination: finish an interrupted rename of this very copy, else refuse."""
+        if await self._is_own_copy(source_client, source_probe, dest_client):
+            log.info("Finishing an interrupted rename of %s to %s: deleting the source", source, dest)
+            await self._delete_source(source_client, source_probe.etag, source, dest)
+            return
+        raise FileExistsError(errno.EEXIST, "rename destination exists", dest)
+
+    @staticmethod
+    async def _exists(client: Any) -> bool:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            await client.get_blob_properties()
+        except ResourceNotFoundError:
+            return False
+        return True
 
     async def _has_blobs_below(self, container: str, blob: str) -> bool:
         client = self.fs.service_client.get_container_client(container)
@@ -305,7 +502,7 @@ class AzureBlobStore(StoreOperations):
             return False
         return _md5_of(dest) == _md5_of(source)
 
-    async def _delete_source(self, source_client: Any, etag: str, source: str) -> None:
+    async def _delete_source(self, source_client: Any, etag: str, source: str, dest: str) -> None:
         from azure.core import MatchConditions
         from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
 
@@ -314,4 +511,7 @@ class AzureBlobStore(StoreOperations):
         except ResourceNotFoundError:
             log.debug("Rename source %s was already deleted", source)
         except ResourceModifiedError as error:
-            raise OSError(errno.EBUSY, "rename source changed after it was copied; it was kept", source) from error
+            raise SourceChangedError(
+                f"{self.to_url(source)}: the blob changed after it was copied to {self.to_url(dest)}; both were "
+                "kept, since something outside the job still writes it"
+            ) from error

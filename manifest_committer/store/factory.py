@@ -54,10 +54,13 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     if protocol in S3_PROTOCOLS:
         raise UnsupportedStoreError(f"{url}: {_S3_REASON}")
     if protocol in AZURE_PROTOCOLS:
-        from .azure import AzureBlobStore, without_client_retries
+        from .azure import AzureBlobStore, missing_credentials_error, without_client_retries
 
-        fs, data_fs, path = _cloud_filesystems(url, options)
-        return AzureBlobStore(without_client_retries(fs), protocol, data_fs), path
+        try:
+            fs, data_fs, path = _cloud_filesystems(url, options)
+        except ValueError as error:  # adlfs: no account or credentials to build a client with
+            raise missing_credentials_error(url, error) from error
+        return AzureBlobStore(without_client_retries(fs), protocol, data_fs, destination=url), path
     if protocol in GCS_PROTOCOLS:
         from .gcs import GCSStore  # sets GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT before gcsfs is imported
         from .gcs import without_client_retries as without_gcs_client_retries

@@ -15,6 +15,8 @@ the destination. This binding builds the rename from the JSON API:
 Between 2 and 3 both paths hold the file. A rename interrupted there is finished by the next call: a destination
 with the source's size, crc32c and MD5 holds the same bytes, so deleting the source loses nothing. Etags and
 generations change with a copy (``etags_preserved_in_rename`` is false); crc32c survives it.
+
+This module also decides which GCS errors a retry may cure (``is_transient_gcs``).
 """
 
 from __future__ import annotations
@@ -32,10 +34,31 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # before gc
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
-from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, StoreOperations
-from .transient import caused_by_transient, is_transient_gcs, status_code
+from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore
+from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
 log = logging.getLogger(__name__)
+
+CREDENTIAL_SOURCES = (
+    "storage_options token (a service-account JSON file or dict, 'google_default', 'cloud', or 'anon') and "
+    "project; or the environment variable GOOGLE_APPLICATION_CREDENTIALS, or gcloud's application-default login"
+)
+"""Where gcsfs finds GCS credentials, for the messages of missing or refused ones."""
+
+
+def is_transient_gcs(error: BaseException) -> bool:
+    """A GCS error (gcsfs) that a retry may cure.
+
+    Throttling and server errors are ``gcsfs.retry.HttpError`` with ``.code`` 408/429/500/502/503/504; a failed
+    connection is one of aiohttp's client errors or ``asyncio.TimeoutError`` (generic); a download that arrived
+    damaged is ``ChecksumError``.
+    """
+    if is_transient_generic(error):
+        return True
+    names = class_names(error)
+    if "HttpError" in names:
+        return status_code(error) in RETRYABLE_STATUS_CODES
+    return "ChecksumError" in names
 
 
 def without_client_retries(fs: Any) -> Any:
@@ -52,10 +75,11 @@ def without_client_retries(fs: Any) -> Any:
     return fs
 
 
-class GCSStore(StoreOperations):
+class GCSStore(FsspecStore):
     """Google Cloud Storage (flat buckets) via gcsfs; ``rename_file`` is a conditional rewrite + delete."""
 
     capabilities = COPY_THEN_DELETE_OBJECT_STORE
+    credential_sources = CREDENTIAL_SOURCES
 
     def __init__(self, fs: Any, scheme: str = "gs", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)
@@ -69,12 +93,25 @@ class GCSStore(StoreOperations):
     def is_transient(self, error: BaseException) -> bool:
         return caused_by_transient(error, is_transient_gcs)
 
+    def close(self) -> None:
+        """Close the private filesystem's aiohttp session; idempotent.
+
+        gcsfs closes it only in a finaliser at garbage collection, and there without waiting for it. ``data_fs``
+        is fsspec's shared instance, which other code in the process may use: it is left open.
+        """
+        if self.closed:
+            return
+        self.closed = True
+        session = getattr(self.fs, "_session", None)
+        if session is not None and not session.closed:
+            sync(self.fs.loop, session.close)
+
     def _is_auth_error_here(self, error: BaseException) -> bool:
         """gcsfs's ``HttpError`` 401/403, its plain ``OSError("Forbidden: ...")`` for a 403, or google-auth failing
         to find or refresh credentials."""
         if super()._is_auth_error_here(error):
             return True
-        names = {cls.__name__ for cls in type(error).__mro__}
+        names = class_names(error)
         if "HttpError" in names and status_code(error) in AUTH_STATUS_CODES:
             return True
         if {"RefreshError", "DefaultCredentialsError"} & names:

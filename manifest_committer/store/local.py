@@ -10,7 +10,7 @@ import shutil
 from typing import Any
 
 from ..urls import decode_path, encode_path, split_url
-from .operations import FileStatus, StoreCapabilities, StoreOperations
+from .operations import FileStatus, FsspecStore, StoreCapabilities
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
@@ -66,7 +66,7 @@ def _remove_child_directory(parent_fd: int, name: str) -> None:
         _remove_tree(parent_fd, name)
 
 
-class LocalStore(StoreOperations):
+class LocalStore(FsspecStore):
     """Local filesystem; ``rename_file`` is atomic and refuses to replace (``renameat2(RENAME_NOREPLACE)``)."""
 
     capabilities = StoreCapabilities(

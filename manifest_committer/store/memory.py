@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .operations import StoreCapabilities, StoreOperations
+from .operations import FsspecStore, StoreCapabilities
 
 
-class MemoryStore(StoreOperations):
+class MemoryStore(FsspecStore):
     """In-memory store; renames are exact because every rename holds one lock."""
 
     capabilities = StoreCapabilities(

@@ -1,7 +1,9 @@
-"""The store-operations contract, and its generic binding over any fsspec filesystem.
+"""The store-operations contract (``StoreOperations``, a ``Protocol``) and its binding over fsspec (``FsspecStore``).
 
 fsspec's ``mv`` is copy-then-delete on object stores and overwrites silently, so this layer defines the
 operations the protocol needs, each with one exact promise. Stages ask capability flags, never schemes.
+Backends (local, memory, Azure, GCS) subclass ``FsspecStore`` and keep their own error classification in their
+own module; wrappers (fault injection, rate limiting) implement the protocol by delegation.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import contextlib
 import posixpath
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..urls import decode_path, encode_path, split_url
 
@@ -66,14 +68,97 @@ COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
 Blob Storage, GCS)."""
 
 
-class StoreOperations:
-    """Store calls with precise promises, bound to one fsspec filesystem.
+class StoreOperations(Protocol):
+    """Store calls with precise promises: what a stage may ask of a store, and nothing else.
+
+    Paths are the store's own decoded paths (``/data/out`` locally, ``bucket/out`` on object stores);
+    ``to_url``/``from_url`` convert to and from the percent-encoded URLs that manifests hold.
+    """
+
+    fs: Any
+    """The filesystem of the committer's own calls."""
+    data_fs: Any
+    """The filesystem tasks write their files with."""
+    scheme: str
+    capabilities: StoreCapabilities
+    credential_sources: str
+    """Where this store's credentials come from (options, environment variables), for error messages; may be
+    empty."""
+
+    def to_url(self, path: str) -> str:
+        """The percent-encoded URL of a path, as written into manifests and ``_SUCCESS``."""
+        ...
+
+    def from_url(self, url: str) -> str:
+        """The path of a URL of this store; ``ValueError`` for a URL of another store, account or bucket."""
+        ...
+
+    def join(self, parent: str, *names: str) -> str: ...
+
+    def parent(self, path: str) -> str: ...
+
+    def info(self, path: str) -> FileStatus | None:
+        """Status of a path, or ``None`` if nothing is there."""
+        ...
+
+    def list_dir(self, path: str) -> list[FileStatus]:
+        """Direct children of a directory; ``FileNotFoundError`` if it does not exist."""
+        ...
+
+    def same_content(self, first: FileStatus, second: FileStatus) -> bool:
+        """True only when the statuses prove two files hold the same bytes."""
+        ...
+
+    def mkdirs(self, path: str) -> None:
+        """Create a directory and its parents; fine if it exists; ``FileExistsError`` if a file is in the way."""
+        ...
+
+    def rename_file(self, source: str, dest: str) -> None:
+        """Move one file; ``FileExistsError`` if anything is at ``dest``, ``FileNotFoundError`` if no source."""
+        ...
+
+    def delete_file(self, path: str) -> bool:
+        """Delete one file; ``False`` if nothing was there."""
+        ...
+
+    def delete_dir(self, path: str) -> bool:
+        """Delete a directory tree; ``False`` if nothing was there."""
+        ...
+
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove a directory only if it is empty; ``False`` if it is missing or holds anything."""
+        ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write a whole file, replacing any file there."""
+        ...
+
+    def copy_file(self, source: str, dest: str) -> None: ...
+
+    def is_transient(self, error: BaseException) -> bool:
+        """True for errors a retry may cure (timeouts, lost connections, throttling)."""
+        ...
+
+    def is_auth_error(self, error: BaseException) -> bool:
+        """True when the store refused the call's credentials, or had none to send."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's clients and connections; idempotent. The store must not be used afterwards."""
+        ...
+
+
+class FsspecStore:
+    """``StoreOperations`` bound to one fsspec filesystem; the base of every backend.
 
     Paths are the filesystem's own decoded paths (``/data/out`` locally, ``bucket/out`` on object stores);
     ``to_url``/``from_url`` convert to and from the percent-encoded URLs that manifests hold.
     """
 
     capabilities = StoreCapabilities(atomic_rename=False, etags_preserved_in_rename=False, real_directories=False)
+    credential_sources = ""
 
     def __init__(self, fs: Any, scheme: str, data_fs: Any = None) -> None:
         self.fs = fs
@@ -83,6 +168,11 @@ class StoreOperations:
         own retries, while ``fs`` is a private one whose client does not retry, so the committer's policy
         alone decides how long a store call may take."""
         self._rename_lock = threading.Lock()
+        self.closed = False
+
+    def close(self) -> None:
+        """Nothing to release for a filesystem without network clients (local disk, memory)."""
+        self.closed = True
 
     # --- URLs -------------------------------------------------------------------------------------------------
 

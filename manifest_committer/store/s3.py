@@ -32,7 +32,7 @@ from typing import Any
 
 from ..errors import UnsupportedStoreError, UploadOutcomeUnknownError
 from ..urls import decode_path, split_url
-from .operations import AUTH_STATUS_CODES, StoreCapabilities, StoreOperations
+from .operations import AUTH_STATUS_CODES, FsspecStore, StoreCapabilities
 from .pending_upload import TOKEN_METADATA_KEY, PendingUpload
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, is_transient_generic
 
@@ -157,10 +157,10 @@ class IncompleteUpload:
         return f"{self.bucket}/{self.key}"
 
 
-class S3Store(StoreOperations):
+class S3Store(FsspecStore):
     """S3 via s3fs, for the ``upload`` protocol: conditional creates and completions, upload listing and aborts.
 
-    The generic probes and deletes of ``StoreOperations`` work on s3fs as they are; ``rename_file`` is refused.
+    The generic probes and deletes of ``FsspecStore`` work on s3fs as they are; ``rename_file`` is refused.
     """
 
     capabilities = S3_CAPABILITIES

@@ -1,7 +1,8 @@
 """A store that wraps another: every store call passes through one hook, everything else is delegated.
 
 Wrappers (fault injection, rate limiting) override ``around`` only, so a method added to the contract, or a
-question such as ``is_auth_error``, can never be forgotten in one of them.
+question such as ``is_auth_error``, can never be forgotten in one of them. A wrapper implements the
+``StoreOperations`` protocol by delegation; it is no fsspec binding itself.
 """
 
 from __future__ import annotations
@@ -9,18 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .operations import FileStatus, StoreOperations
+from .operations import FileStatus, StoreCapabilities, StoreOperations
 
 
-class WrappingStore(StoreOperations):
+class WrappingStore:
     """Delegates to ``inner``; each call that reaches the store runs through ``around(operation, path, call)``."""
 
     def __init__(self, inner: StoreOperations) -> None:
         self.inner = inner
-        self.fs = inner.fs
-        self.data_fs = inner.data_fs
+        self.fs: Any = inner.fs
+        self.data_fs: Any = inner.data_fs
         self.scheme = inner.scheme
-        self.capabilities = inner.capabilities
+        self.capabilities: StoreCapabilities = inner.capabilities
+        self.credential_sources = inner.credential_sources
 
     def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
         """Run one store call; ``path`` names what it touches (``src -> dest`` for two paths)."""
@@ -42,6 +44,16 @@ class WrappingStore(StoreOperations):
 
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:
         return self.inner.same_content(first, second)
+
+    def join(self, parent: str, *names: str) -> str:
+        return self.inner.join(parent, *names)
+
+    def parent(self, path: str) -> str:
+        return self.inner.parent(path)
+
+    def close(self) -> None:
+        """Close the wrapped store: a wrapper owns no connection of its own."""
+        self.inner.close()
 
     # --- store calls ----------------------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -14,12 +15,11 @@ from manifest_committer.store import (
     azure_server_busy,
     gcs_http_error,
     is_transient_azure,
-    is_transient_gcs,
     open_store,
 )
 from manifest_committer.store.azure import AzureBlobStore
 from manifest_committer.store.faults import OPERATIONS
-from manifest_committer.store.gcs import GCSStore
+from manifest_committer.store.gcs import GCSStore, is_transient_gcs
 from tests.fixtures.committing import FAST, FaultCapture, output, run_task
 
 
@@ -33,7 +33,12 @@ def test_the_factory_binds_each_scheme_to_its_store(cloud_destination: str) -> N
     assert type(store) is expected
     assert not store.capabilities.atomic_rename
     assert store.capabilities.checksums_preserved_in_rename
-    assert store.to_url(path) == cloud_destination
+    if isinstance(store, AzureBlobStore):  # Hadoop's form, naming the account
+        container = path.split("/")[0]
+        assert store.to_url(path) == f"abfs://{container}@devstoreaccount1.dfs.core.windows.net/out"
+    else:
+        assert store.to_url(path) == cloud_destination
+    assert store.from_url(store.to_url(path)) == path
     assert store.from_url(cloud_destination) == path
 
 
@@ -229,3 +234,32 @@ def test_s3_is_refused_with_a_reason(url: str) -> None:
 def test_a_filesystem_without_a_binding_is_refused() -> None:
     with pytest.raises(mc.UnsupportedStoreError, match=r"http://.*no store binding"):
         open_store("http://127.0.0.1:1/out")
+
+
+def _http_session(store: StoreOperations) -> Any:
+    """The aiohttp session behind a store's private client."""
+    if isinstance(store, AzureBlobStore):
+        return store.fs.service_client._client._client._pipeline._transport.session
+    return store.fs._session
+
+
+def test_close_releases_the_private_client_and_keeps_the_shared_one(cloud_destination: str) -> None:
+    store, root = _store(cloud_destination)
+    store.write_bytes(f"{root}/a.csv", b"x")
+    session = _http_session(store)
+    assert session is not None and not session.closed
+    store.close()
+    assert session.closed
+    store.close()  # idempotent
+    assert store.data_fs.cat_file(f"{root}/a.csv") == b"x", "tasks' shared filesystem stays open"
+
+
+def test_a_committer_closes_its_store(cloud_destination: str) -> None:
+    with mc.ManifestCommitter(cloud_destination, "job_close", config=FAST) as committer:
+        committer.setup_job()
+        run_task(committer, "task_00000", "attempt_00000_0", {"a.csv": b"a"})
+        committer.commit_job()
+        session = _http_session(committer.store)
+        assert not session.closed
+    assert session.closed
+    committer.close()

@@ -9,7 +9,7 @@ import fsspec
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.errors import CommitterError
+from manifest_committer.errors import CommitterError, ConfigError
 from manifest_committer.store import Fault, FaultInjectingStore, gcs_http_error
 from manifest_committer.store.azure import AzureBlobStore
 from manifest_committer.store.gcs import GCSStore
@@ -31,7 +31,7 @@ def test_a_wrong_azure_account_key_fails_setup_job_clearly(azurite: Emulator, az
     with pytest.raises(CommitterError, match="credentials") as raised:
         committer.setup_job()
     assert type(raised.value) is CommitterError
-    assert destination in str(raised.value)
+    assert f"abfs://{azure_container}@devstoreaccount1.dfs.core.windows.net/out" in str(raised.value)
     assert committer.store.is_auth_error(raised.value.__cause__ or raised.value)
     assert azurite.filesystem().find(azure_container) == []
 
@@ -112,3 +112,36 @@ def test_other_errors_of_the_first_call_pass_through_unchanged() -> None:
     )
     with pytest.raises(OSError, match="disk on fire"):
         committer.setup_job()
+
+
+AZURE_CREDENTIAL_VARIABLES = (
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_ACCOUNT_NAME",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_SAS_TOKEN",
+    "AZURE_STORAGE_CLIENT_ID",
+    "AZURE_STORAGE_CLIENT_SECRET",
+    "AZURE_STORAGE_TENANT_ID",
+)
+
+
+@pytest.mark.azure
+def test_missing_azure_credentials_fail_at_construction_clearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in AZURE_CREDENTIAL_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    for protocol in ("abfs", "abfss", "az"):  # the emulator fixtures make themselves fsspec's defaults
+        monkeypatch.delitem(fsspec.config.conf, protocol, raising=False)
+    destination = "abfs://container/out"
+    with pytest.raises(ConfigError) as raised:
+        mc.ManifestCommitter(destination, "job_no_credentials", config=FAST, storage_options={})
+    message = str(raised.value)
+    assert message.startswith(destination + ": ")
+    for source in ("connection_string", "account_key", "sas_token", "AZURE_STORAGE_CONNECTION_STRING"):
+        assert source in message
+    assert isinstance(raised.value, CommitterError)
+    assert isinstance(raised.value.__cause__, ValueError)
+
+
+def test_each_store_says_where_its_credentials_come_from() -> None:
+    assert "AZURE_STORAGE_ACCOUNT_KEY" in AzureBlobStore(fsspec.filesystem("memory")).credential_sources
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in GCSStore(fsspec.filesystem("memory")).credential_sources

@@ -14,6 +14,7 @@ from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.validate_output import ValidateOutputArguments, ValidateOutputStage
 from manifest_committer.statistic_names import JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT, OP_GET_FILE_STATUS
 from manifest_committer.store import FileStatus, StoreCapabilities, StoreOperations
+from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.stage_context import dest_path, make_context
 
 
@@ -79,14 +80,12 @@ def test_a_wrong_size_fails(destination: str, spill: EntryFile) -> None:
         validate(context, spill)
 
 
-class EtagStore(StoreOperations):
+class EtagStore(WrappingStore):
     """A store that keeps etags through renames, reporting one etag for every file."""
 
-    capabilities = StoreCapabilities(atomic_rename=True, etags_preserved_in_rename=True, real_directories=True)
-
     def __init__(self, inner: StoreOperations, etag: str) -> None:
-        super().__init__(inner.fs, inner.scheme)
-        self.inner = inner
+        super().__init__(inner)
+        self.capabilities = StoreCapabilities(atomic_rename=True, etags_preserved_in_rename=True, real_directories=True)
         self.etag = etag
 
     def info(self, path: str) -> FileStatus | None:
