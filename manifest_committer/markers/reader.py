@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..errors import MarkerError
 from ..retry import RetryPolicy
 from ..store import StoreOperations
+from ..store.local import is_write_in_progress
 from .layout import (
     BATCHED,
     HEARTBEAT_FILE,
@@ -101,6 +102,8 @@ def read_markers(store: StoreOperations, paths: MarkerPaths, retry: RetryPolicy)
         name = posixpath.basename(relative)
         if at_top and name in (MARKERS_TYPE_FILE, SERVER_STATE_FILE, HEARTBEAT_FILE):
             continue
+        if is_write_in_progress(name):
+            continue  # another process is writing a marker file here right now
         if at_top and batched_file_index(name) is not None:
             if marker_type is None:
                 raise MarkerError(f"{status.path}: a batched marker file in a directory without {MARKERS_TYPE_FILE}")

@@ -7,6 +7,7 @@ import ctypes
 import errno
 import os
 import shutil
+import tempfile
 from typing import Any
 
 from ..urls import decode_path, encode_path, split_url
@@ -21,6 +22,12 @@ try:
     _renameat2.restype = ctypes.c_int
 except (AttributeError, OSError):
     _renameat2 = None
+
+
+def is_write_in_progress(name: str) -> bool:
+    """A temporary file of ``LocalStore.write_bytes`` (``.<name>.<random>.tmp``): a reader listing a directory
+    while another process writes into it skips such names."""
+    return name.startswith(".") and name.endswith(".tmp")
 
 
 def _link_then_unlink(source: str, dest: str) -> None:
@@ -155,9 +162,19 @@ class LocalStore(FsspecStore):
             return handle.read()
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
-            handle.write(data)
+        """Write beside ``path``, then replace it: a reader in another process (a heartbeat's, a marker file's)
+        never sees the file truncated or half written, which ``open(path, "wb")`` would show it."""
+        directory, name = os.path.split(path)
+        os.makedirs(directory, exist_ok=True)
+        handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(data)
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+            raise
 
     def copy_file(self, source: str, dest: str) -> None:
         os.makedirs(os.path.dirname(dest), exist_ok=True)

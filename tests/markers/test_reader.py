@@ -114,3 +114,13 @@ def test_a_stray_file_in_the_markers_directory_is_refused_naming_it(job: MarkerJ
     with pytest.raises(MarkerError, match=complaint) as raised:
         read_markers(job.store, job.paths, job.retry)
     assert str(raised.value).startswith(f"{job.paths.markers_dir}/{name}: ")
+
+
+def test_a_marker_file_being_written_by_another_process_is_not_read(job: MarkerJob) -> None:
+    """The local store writes beside the file and renames; a reader listing meanwhile sees the temporary name."""
+    write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\n", ".MARKERS1.x81kq.tmp": b"b.csv.mar"})
+    job.store.write_bytes(f"{job.paths.markers_dir}/dt=1/.c.csv.marker.CREATE.0aq1.tmp", b"")
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.markers == {Marker("a.csv")}
