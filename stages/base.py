@@ -143,6 +143,11 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def is_auth_error(self, error: BaseException) -> bool:
         return self._store.is_auth_error(error)
 
+    @property
+    def credential_sources(self) -> str:
+        """Where the store's credentials come from (options, environment variables), for error messages."""
+        return self._store.credential_sources
+
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:
         return self._store.same_content(first, second)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CommitterError, JobStateError, OutputConflictError
+from ..retry import describe_error
 from ..statistic_names import JOB_STAGE_SETUP
 from .base import Stage
 
@@ -36,10 +37,10 @@ class SetupJobStage(Stage[SetupJobArguments, SetupJobResult]):
             # The job's first store call: credentials missing or refused fail here, once, before any task writes.
             if not self.is_auth_error(error):
                 raise
+            sources = self.credential_sources or "the storage options of the destination"
             raise CommitterError(
                 f"{self.to_url(self.paths.dest)}: the store refused the credentials, or none were found "
-                f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}); check the "
-                "storage options (account key, SAS token, service account) of the destination"
+                f"({describe_error(error)}); check {sources}"
             ) from error
         if dest is not None and not dest.is_dir:
             raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")

@@ -32,6 +32,7 @@ def test_a_wrong_azure_account_key_fails_setup_job_clearly(azurite: Emulator, az
         committer.setup_job()
     assert type(raised.value) is CommitterError
     assert f"abfs://{azure_container}@devstoreaccount1.dfs.core.windows.net/out" in str(raised.value)
+    assert "AZURE_STORAGE_CONNECTION_STRING" in str(raised.value), "says where credentials come from"
     assert committer.store.is_auth_error(raised.value.__cause__ or raised.value)
     assert azurite.filesystem().find(azure_container) == []
 
@@ -73,6 +74,7 @@ def test_a_refused_gcs_credential_fails_setup_job_clearly(
     with pytest.raises(CommitterError, match="credentials") as raised:
         committer.setup_job()
     assert destination in str(raised.value)
+    assert "GOOGLE_APPLICATION_CREDENTIALS" in str(raised.value), "says where credentials come from"
     assert isinstance(committer.store, FaultInjectingStore)
     assert committer.store.calls["info"] == 1
     assert committer.store.calls["mkdirs"] == 0
