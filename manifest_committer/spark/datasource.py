@@ -439,7 +439,7 @@ class ManifestWriter(DataSourceArrowWriter):
         # Only the attempts whose messages Spark's commit coordinator let through; manifests of losers, denied
         # or killed attempts stay in _temporary and go with it.
         committer.commit_job(accepted_attempts={message.task_id: message.task_attempt_id for message in accepted})
-        deleted = delete_old_output(fs, old) if old is not None else 0
+        deleted = delete_old_output(committer, old) if old is not None else 0
         log.info(
             "Job %s committed %d tasks, %d rows into %s; %d old files replaced",
             settings.job_id,
