@@ -86,7 +86,7 @@ def register(spark: SparkSession) -> None:
 
 def _writer_options(
     spark: SparkSession,
-    url: str,
+    *,
     format: str,
     partition_by: Sequence[str],
     storage: Mapping[str, Any],
@@ -128,7 +128,7 @@ def write(
     save_mode = SaveMode.parse(mode)
     spark = df.sparkSession
     storage = dict(storage_options or {})
-    writer_options = _writer_options(spark, url, format, partition_by, storage, options)
+    writer_options = _writer_options(spark, format=format, partition_by=partition_by, storage=storage, options=options)
     # Checked here, in the caller's process: inside Spark the same error would arrive as the last line of an
     # AnalysisException. The data source checks again on the driver with exactly these options.
     settings = WriteSettings.from_options(
@@ -136,11 +136,10 @@ def write(
     )
     check_columns(settings, df.columns)
     store, path = open_store(url, storage)
-    if save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE):
-        if destination_has_data(store.fs, path):
-            if save_mode is SaveMode.IGNORE:
-                return
-            raise DestinationExistsError(f"{url}: the destination already holds data (save mode errorifexists)")
+    if save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_has_data(store.fs, path):
+        if save_mode is SaveMode.IGNORE:
+            return
+        raise DestinationExistsError(f"{url}: the destination already holds data (save mode errorifexists)")
     register(spark)
     spark_mode = "overwrite" if save_mode is SaveMode.OVERWRITE else "append"
     df.write.format(SHORT_NAME).options(**writer_options).mode(spark_mode).save(url)

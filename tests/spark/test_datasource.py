@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.spark import ManifestCommitMessage, ManifestWriter, PartitionOverwriteMode, WriteSettings
 from manifest_committer.config import MANIFEST_PREFIX as M
+from manifest_committer.spark import ManifestCommitMessage, ManifestWriter, PartitionOverwriteMode, WriteSettings
 from manifest_committer.spark.datasource import _TaskOutput, task_ids
 from manifest_committer.store import Fault, FaultInjectingStore, StoreOperations
 

@@ -124,7 +124,7 @@ def test_format_path_with_options_and_committer_keys(spark: SparkSession, tmp_pa
         ("gss://bucket/table", {}, mc.UnsupportedStoreError, "unknown scheme gss://"),
     ],
 )
-def test_helper_raises_the_librarys_own_error_before_spark_runs_anything(
+def test_helper_raises_the_librarys_own_error_before_spark_runs_anything(  # noqa: PLR0917
     spark: SparkSession, tmp_path: Path, url: str, kwargs: dict[str, Any], error: type[Exception], message: str
 ) -> None:
     """Not an AnalysisException whose last line holds the error: the caller's process checks first."""
