@@ -21,7 +21,6 @@ from .statistic_names import (
 from .success_data import SuccessData
 from .urls import decode_path
 
-
 PROG = "manifest-committer"
 _KIB = 1024
 
