@@ -12,6 +12,12 @@ captures the session's ``spark.hadoop.mapreduce.manifest.committer.*`` keys.
 
 from __future__ import annotations
 
-from manifest_committer.spark.datasource import ManifestDataSource as DefaultSource
+import logging
+
+try:
+    from manifest_committer.spark.datasource import ManifestDataSource as DefaultSource
+except ImportError as error:  # pragma: no cover - PySpark imports this module for every session: never break it
+    # PySpark's lookup does not catch errors: one raised here would break every Python data source of the session.
+    logging.getLogger(__name__).warning("The manifest data source is not available: %s", error)
 
 __all__ = ["DefaultSource"]

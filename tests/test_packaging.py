@@ -222,3 +222,13 @@ def test_package_stages_import_from_the_repo_root() -> None:
     result = python("import manifest_committer.stages.rename_files as m; print(m.RenameFilesStage.name)", REPO)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "job_stage_rename_files"
+
+
+def test_the_spark_discovery_module_passes_pysparks_own_check() -> None:
+    """What ``pyspark/sql/worker/lookup_data_sources.py`` requires: a ``DefaultSource`` that is a ``DataSource``."""
+    from pyspark.sql.datasource import DataSource
+
+    import pyspark_manifest_committer
+
+    assert issubclass(pyspark_manifest_committer.DefaultSource, DataSource)
+    assert pyspark_manifest_committer.DefaultSource.name() == "manifest"
