@@ -1,7 +1,8 @@
 """A real multi-task write: worker processes write partitioned CSV through the committer, one attempt fails
 and is retried, and the driver commits the job and prints the ``_SUCCESS`` summary.
 
-Run: ``python examples/multi_task_write.py [--dest DIR] [--tasks N] [--rows N]``.
+Run: ``python examples/multi_task_write.py [--dest DIR] [--tasks N] [--rows N]``. Needs the ``examples`` extra
+(``pip install '.[examples]'`` from a clone of the repository) for its multi-process log handler.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import sys
 import uuid
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-
-from concurrent_log_handler import ConcurrentRotatingFileHandler
 
 import manifest_committer as mc
 from manifest_committer.cli import format_success
@@ -37,8 +36,25 @@ class TaskPlan:
     log_file: str
 
 
+MISSING_LOG_HANDLER = (
+    "examples/multi_task_write.py needs concurrent-log-handler, which the library itself does not: "
+    "pip install '.[examples]' (from a clone of the repository) or pip install concurrent-log-handler"
+)
+
+
+def log_handler_missing() -> bool:
+    """Whether the example's extra is missing; checked before any work starts, so the user sees one line."""
+    try:
+        import concurrent_log_handler  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
 def configure_logging(log_file: str) -> None:
     """Driver and workers append to one log file; the handler's lock keeps their lines whole."""
+    from concurrent_log_handler import ConcurrentRotatingFileHandler
+
     handler = ConcurrentRotatingFileHandler(log_file, maxBytes=10_000_000, backupCount=2)
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -96,6 +112,9 @@ def main() -> int:
     parser.add_argument("--tasks", type=int, default=8)
     parser.add_argument("--rows", type=int, default=50_000, help="rows per task")
     args = parser.parse_args()
+    if log_handler_missing():
+        print(f"error: {MISSING_LOG_HANDLER}", file=sys.stderr)
+        return 2
     if os.path.isdir(args.dest):
         shutil.rmtree(args.dest)
     log_file = os.path.join(os.path.dirname(os.path.abspath(args.dest)), "committer.log")

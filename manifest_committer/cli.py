@@ -5,59 +5,161 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from ._json import read_url
 from .errors import CommitterError, ManifestError
 from .iostatistics import IOStatisticsSnapshot
 from .manifest import EntryStatus, TaskManifest
+from .statistic_names import (
+    COMMITTER_BYTES_COMMITTED,
+    COMMITTER_COMMIT_JOB,
+    COMMITTER_FILES_COMMITTED,
+    JOB_STAGE_ABORT,
+    JOB_STAGE_SETUP,
+)
 from .success_data import SuccessData
 from .urls import decode_path
 
+PROG = "manifest-committer"
+_KIB = 1024
 
-def _statistics_lines(stats: IOStatisticsSnapshot) -> list[str]:
-    lines: list[str] = []
-    counters = {k: v for k, v in sorted(stats.counters.items()) if v}
-    if counters:
-        lines.append("Counters:")
-        width = max(len(k) for k in counters)
-        lines.extend(f"  {k:<{width}}  {v:>12,}" for k, v in counters.items())
-    means = {k: v for k, v in sorted(stats.meanstatistics.items()) if v.samples}
-    if means:
-        lines.append("Durations and samples (count, min, mean, max):")
-        width = max(len(k) for k in means)
-        for key, mean in means.items():
-            base = key.removesuffix(".mean")
-            low = stats.minimums.get(base + ".min", stats.minimums.get(base))
-            high = stats.maximums.get(base + ".max", stats.maximums.get(base))
-            lines.append(
-                f"  {base:<{width}}  {mean.samples:>8,}  {_value(low):>10}  {mean.mean:>10,.1f}  {_value(high):>10}"
-            )
-    if stats.gauges:
-        lines.append("Gauges:")
-        lines.extend(f"  {k}  {v:,}" for k, v in sorted(stats.gauges.items()))
+
+def format_bytes(size: int) -> str:
+    """``512 bytes``; ``2.9 KiB (3,010 bytes)``: the readable size and the exact count, which people compare."""
+    if abs(size) < _KIB:
+        return f"{size:,} bytes"
+    value, unit = float(size), "bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):  # noqa: B007 - the last unit reached is the one printed
+        value /= _KIB
+        if abs(value) < _KIB:
+            break
+    return f"{value:,.1f} {unit} ({size:,} bytes)"
+
+
+def format_millis(millis: float) -> str:
+    """A duration in milliseconds: ``13 ms``, ``1.5 ms``, ``2.35 s``, ``3 min 4.0 s``."""
+    if millis < 10:
+        return f"{millis:.1f} ms" if millis != int(millis) else f"{int(millis)} ms"
+    if millis < 1000:
+        return f"{millis:.0f} ms"
+    seconds = millis / 1000
+    if seconds < 60:
+        return f"{seconds:.2f} s"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)} min {rest:.1f} s"
+
+
+def _is_bytes(name: str) -> bool:
+    return name.endswith("_size") or "bytes" in name
+
+
+_SAMPLE_UNITS = {"_count": "files", "_depth": "levels"}
+
+
+def _sample(name: str, value: float) -> str:
+    """One figure of a sample statistic, with its unit (bytes, files, directories, levels)."""
+    if _is_bytes(name):
+        return format_bytes(round(value))
+    unit = (
+        "directories"
+        if "directory_count" in name
+        else next((unit for suffix, unit in _SAMPLE_UNITS.items() if name.endswith(suffix)), "")
+    )
+    number = f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+    return f"{number} {unit}".rstrip()
+
+
+def _table(title: str, rows: list[list[str]]) -> list[str]:
+    """A title and its rows: first column left-aligned, the others right-aligned, each to its widest cell."""
+    if not rows:
+        return []
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = [title]
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  " + "  ".join(cells).rstrip())
     return lines
 
 
-def _value(number: int | None) -> str:
-    return "-" if number is None else f"{number:,}"
+def _statistics_lines(stats: IOStatisticsSnapshot) -> list[str]:
+    """Counts, byte totals, durations and per-task samples, each in its own table with units on every figure."""
+    counters = {k: v for k, v in sorted(stats.counters.items()) if v}
+    byte_totals = {k: v for k, v in counters.items() if _is_bytes(k)}
+    counts = {k: v for k, v in counters.items() if k not in byte_totals}
+    durations: list[list[str]] = []
+    samples: list[list[str]] = []
+    for key, mean in sorted(stats.meanstatistics.items()):
+        if not mean.samples:
+            continue
+        if key.endswith(".mean"):  # a duration, in milliseconds, with .min/.max beside it
+            base = key.removesuffix(".mean")
+            low, high = stats.minimums.get(base + ".min"), stats.maximums.get(base + ".max")
+            durations.append(
+                [
+                    base,
+                    f"{mean.samples:,}",
+                    "-" if low is None else format_millis(low),
+                    format_millis(mean.mean),
+                    "-" if high is None else format_millis(high),
+                    format_millis(mean.sum),
+                ]
+            )
+        else:  # a sample (a size, a file count) per task, min/max under its own name
+            low, high = stats.minimums.get(key), stats.maximums.get(key)
+            samples.append(
+                [
+                    key,
+                    f"{mean.samples:,}",
+                    "-" if low is None else _sample(key, low),
+                    _sample(key, mean.mean),
+                    "-" if high is None else _sample(key, high),
+                ]
+            )
+    lines = _table("Counts (events and store calls):", [[k, f"{v:,}"] for k, v in counts.items()])
+    lines += _table("Byte totals:", [[k, format_bytes(v)] for k, v in byte_totals.items()])
+    lines += _table("Durations (calls, min, mean, max, total):", durations)
+    lines += _table("Per task (tasks, min, mean, max):", samples)
+    if stats.gauges:
+        lines += _table("Gauges:", [[k, f"{v:,}"] for k, v in sorted(stats.gauges.items())])
+    return lines
+
+
+def _job_time(stats: IOStatisticsSnapshot) -> str | None:
+    """How long the job commit took: its own statistic (summary reports), else the sum of its stages (``_SUCCESS``
+    is written inside the job commit, before that statistic is complete)."""
+    whole = stats.meanstatistics.get(COMMITTER_COMMIT_JOB + ".mean")
+    if whole is not None and whole.samples:
+        return f"{format_millis(whole.sum)} (job commit)"
+    stages = [
+        mean.sum
+        for key, mean in stats.meanstatistics.items()
+        if key.startswith("job_stage_") and key.endswith(".mean") and key.removesuffix(".mean") not in _NOT_COMMIT
+    ]
+    return f"{format_millis(sum(stages))} (job commit stages)" if stages else None
+
+
+_NOT_COMMIT = frozenset({JOB_STAGE_SETUP, JOB_STAGE_ABORT})
+"""Stages that are not part of the job commit: set-up runs when the job starts."""
 
 
 def format_success(success: SuccessData, origin: str, max_filenames: int | None = None) -> str:
-    """A ``_SUCCESS`` or summary report as text: outcome first, then what on-call needs to know."""
-    lines = [
-        f"Summary of {origin}",
-        f"  Outcome:    {'SUCCESS' if success.success else 'FAILED'}",
+    """A ``_SUCCESS`` or summary report as text: outcome and the three numbers people look for (files, bytes,
+    time) first, then what on-call needs to know."""
+    stats = success.iostatistics
+    counters = stats.counters
+    lines = [f"Summary of {origin}", f"  Outcome:    {'SUCCESS' if success.success else 'FAILED'}"]
+    if COMMITTER_FILES_COMMITTED in counters:
+        lines.append(f"  Files:      {counters[COMMITTER_FILES_COMMITTED]:,} committed")
+        lines.append(f"  Bytes:      {format_bytes(counters.get(COMMITTER_BYTES_COMMITTED, 0))}")
+    job_time = _job_time(stats)
+    if job_time is not None:
+        lines.append(f"  Time:       {job_time}")
+    lines += [
         f"  Job:        {success.job_id} (id from {success.job_id_source})",
         f"  Committer:  {success.committer}",
         f"  Date:       {success.date}  on host {success.hostname}",
     ]
-    counters = success.iostatistics.counters
-    if "committer_files_committed" in counters:
-        lines.append(
-            f"  Committed:  {counters['committer_files_committed']:,} files, "
-            f"{counters.get('committer_bytes_committed', 0):,} bytes"
-        )
     if success.diagnostics:
         lines.append("Diagnostics:")
         for key, value in sorted(success.diagnostics.items()):
@@ -70,7 +172,7 @@ def format_success(success: SuccessData, origin: str, max_filenames: int | None 
         lines.extend(f"  {name}" for name in shown)
         if len(shown) < len(success.filenames):
             lines.append(f"  ... and {len(success.filenames) - len(shown)} more")
-    lines.extend(_statistics_lines(success.iostatistics))
+    lines.extend(_statistics_lines(stats))
     if "stacktrace" in success.diagnostics:
         lines.append("Stack trace:")
         lines.extend("  " + line for line in success.diagnostics["stacktrace"].rstrip().splitlines())
@@ -85,7 +187,7 @@ def format_manifest(manifest: TaskManifest, origin: str) -> str:
         f"  Task:          {manifest.task_id}",
         f"  Task attempt:  {manifest.task_attempt_id}",
         f"  Attempt dir:   {manifest.task_attempt_dir}",
-        f"  Files:         {len(manifest.files):,} ({manifest.total_size:,} bytes)",
+        f"  Files:         {len(manifest.files):,} ({format_bytes(manifest.total_size)})",
         f"  Directories:   {len(manifest.directories):,}",
     ]
     if manifest.files:
@@ -104,10 +206,15 @@ def format_manifest(manifest: TaskManifest, origin: str) -> str:
     return "\n".join(lines)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse prints the usage and then the error; a person reading a failed job's log wants one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="manifest-committer", description="Inspect the files of the manifest committer (Hadoop's or ours)."
-    )
+    parser = _OneLineParser(prog=PROG, description="Inspect the files of the manifest committer (Hadoop's or ours).")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("success", "print a _SUCCESS file or a summary-<jobId>.json report"),
@@ -149,6 +256,10 @@ def _read(path: str, options: dict[str, Any]) -> bytes:
         return read_url(decoded, options)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; errors print one line to stderr and return a non-zero status."""
     args = _parser().parse_args(argv)
@@ -166,7 +277,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             manifest = TaskManifest.from_json(data, args.path)
             text = data.decode("utf-8", errors="replace") if args.json else format_manifest(manifest, args.path)
     except (CommitterError, OSError, ValueError) as error:
-        print(f"manifest-committer: error: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {_one_line(str(error))}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # a bug or an unforeseen document: still one line, naming the file
+        print(f"{PROG}: error: {args.path}: {type(error).__name__}: {_one_line(str(error))}", file=sys.stderr)
         return 1
     try:
         print(text.rstrip("\n"))

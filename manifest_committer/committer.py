@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import posixpath
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from .config import MANIFEST_PREFIX, CommitterConfig
-from .errors import ConfigError
+from .errors import CommitterError, ConfigError
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
 from .paths import JobPaths, check_id
@@ -25,7 +26,7 @@ from .stages.commit_job import CommitJobArguments, CommitJobStage
 from .stages.commit_task import CommitTaskArguments, CommitTaskStage
 from .stages.setup_job import SetupJobArguments, SetupJobStage
 from .stages.setup_task import SetupTaskArguments, SetupTaskStage
-from .statistic_names import JOB_STAGE_ABORT, STORE_IO_RATE_LIMITED
+from .statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
 from .store import StoreOperations, open_store
 from .store.rate_limit import RateLimitedStore, TokenBucket
 from .success_data import SuccessData
@@ -215,6 +216,26 @@ class ManifestCommitter:
         report.iostatistics = context.stats.snapshot()
         self._save_report(report, overwrite=False)
         return result
+
+    def delete_destination_files(self, paths: Iterable[str]) -> int:
+        """Delete files below the destination that a committed job replaces (Spark's overwrite); returns how many
+        were there.
+
+        Each delete runs under the store retry policy and ``io.rate``, timed as ``op_delete`` in the job's
+        statistics: the committer's own cloud client does not retry, and one lost delete would leave old and new
+        rows side by side. ``paths`` are store paths; one outside the destination is refused before anything goes.
+        """
+        root = self.paths.dest.rstrip("/") + "/"
+        targets = list(paths)
+        outside = [path for path in targets if not path.startswith(root) or "/../" in f"/{path}/"]
+        if outside:
+            raise CommitterError(f"{self._store.to_url(outside[0])}: not below the destination {self.destination_url}")
+        context = self._context(self._job_stats)
+        deleted = 0
+        for path in targets:
+            with context.stats.track(OP_DELETE):
+                deleted += context.store_retry.call(functools.partial(context.store.delete_file, path))
+        return deleted
 
     # --- tasks ----------------------------------------------------------------------------------------------------
 

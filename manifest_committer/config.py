@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -77,6 +78,21 @@ def _parse_positive_number(key: str, value: str) -> float:
     if number <= 0:
         raise ConfigError(f"{key}: must be a number > 0, got {value!r}")
     return number
+
+
+def _suggestion(raw_key: str) -> str:
+    """``; did you mean `<nearest known key>`?`` for a mistyped key, with the caller's prefix; empty if none is near.
+
+    Only the part after the family's prefix is compared: every key shares the prefix, which would make any
+    nonsense look close to something.
+    """
+    key = raw_key.removeprefix(SPARK_HADOOP_PREFIX)
+    family = MANIFEST_PREFIX if key.startswith(MANIFEST_PREFIX) else FILE_OUTPUT_PREFIX
+    names = [known.removeprefix(family) for known in [*_HADOOP_KEYS, *_IGNORED_KEYS] if known.startswith(family)]
+    nearest = difflib.get_close_matches(key.removeprefix(family), names, n=1, cutoff=0.7)
+    if not nearest:
+        return ""
+    return f"; did you mean `{raw_key[: len(raw_key) - len(key)]}{family}{nearest[0]}`?"
 
 
 # Hadoop key -> (CommitterConfig field, parser)
@@ -208,7 +224,7 @@ class CommitterConfig:
                 log.debug("Ignoring Hadoop key %s: it has no meaning for this committer", raw_key)
                 continue
             if key not in _HADOOP_KEYS:
-                raise ConfigError(f"{raw_key}: unknown committer configuration key")
+                raise ConfigError(f"{raw_key}: unknown committer configuration key{_suggestion(raw_key)}")
             text = raw_value if isinstance(raw_value, str) else str(raw_value)
             if isinstance(raw_value, bool):
                 text = text.lower()

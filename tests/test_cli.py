@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.cli import main
+from manifest_committer.cli import format_bytes, format_millis, format_success, main
 from tests.fixtures.stage_context import load_data
 
 
@@ -35,7 +35,8 @@ def test_success_prints_outcome_files_and_counters(tmp_path: Path, capsys: pytes
     assert "job-cli" in out
     assert "dt=2026-11-22/part%200%25.csv" in out
     assert "committer_files_committed" in out
-    assert "Committed:  1 files, 8 bytes" in out
+    assert "Files:      1 committed" in out
+    assert "Bytes:      8 bytes" in out
 
 
 def test_success_reads_a_summary_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -149,3 +150,104 @@ def test_malformed_documents_of_any_shape_give_one_line_naming_file_and_field(
     assert str(path) in lines[0]
     assert expected in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_format_bytes_gives_the_readable_size_and_the_exact_count() -> None:
+    assert format_bytes(0) == "0 bytes"
+    assert format_bytes(1023) == "1,023 bytes"
+    assert format_bytes(3010) == "2.9 KiB (3,010 bytes)"
+    assert format_bytes(5 * 1024**2 + 1) == "5.0 MiB (5,242,881 bytes)"
+    assert format_bytes(3 * 1024**4) == "3.0 TiB (3,298,534,883,328 bytes)"
+
+
+def test_format_millis_has_a_unit_on_every_figure() -> None:
+    assert [format_millis(v) for v in (0, 1.5, 13, 999, 2345, 184_000)] == [
+        "0 ms",
+        "1.5 ms",
+        "13 ms",
+        "999 ms",
+        "2.35 s",
+        "3 min 4.0 s",
+    ]
+
+
+def _success_with_statistics() -> mc.SuccessData:
+    success = mc.SuccessData.create("job-s", "JobID", "committer_commit_job")
+    stats = success.iostatistics
+    stats.counters.update(
+        {"committer_files_committed": 3000, "committer_bytes_committed": 5 * 1024**2, "op_rename": 3000}
+    )
+    stats.meanstatistics.update(
+        {
+            "job_stage_rename_files.mean": mc.MeanStatistic(1, 2500),
+            "job_stage_load_manifests.mean": mc.MeanStatistic(1, 300),
+            "job_stage_setup.mean": mc.MeanStatistic(1, 9999),
+            "op_rename.mean": mc.MeanStatistic(3000, 6000),
+            "committer_task_file_size": mc.MeanStatistic(2, 4096),
+        }
+    )
+    stats.minimums.update({"op_rename.min": 1, "committer_task_file_size": 1024})
+    stats.maximums.update({"op_rename.max": 40, "committer_task_file_size": 3072})
+    return success
+
+
+def test_success_puts_files_bytes_and_time_first_and_separates_durations_from_sizes() -> None:
+    lines = format_success(_success_with_statistics(), "x/_SUCCESS").splitlines()
+    assert lines[1:5] == [
+        "  Outcome:    SUCCESS",
+        "  Files:      3,000 committed",
+        "  Bytes:      5.0 MiB (5,242,880 bytes)",
+        "  Time:       2.80 s (job commit stages)",  # set-up runs when the job starts: not part of the commit
+    ]
+    durations = lines.index("Durations (calls, min, mean, max, total):")
+    per_task = lines.index("Per task (tasks, min, mean, max):")
+    assert lines[durations + 4].split() == ["op_rename", "3,000", "1", "ms", "2", "ms", "40", "ms", "6.00", "s"]
+    assert "committer_task_file_size" not in "\n".join(lines[durations:per_task])
+    assert lines[per_task + 1].split() == [
+        "committer_task_file_size", "2",
+        "1.0", "KiB", "(1,024", "bytes)", "2.0", "KiB", "(2,048", "bytes)", "3.0", "KiB", "(3,072", "bytes)",
+    ]  # fmt: skip
+    byte_totals = lines.index("Byte totals:")
+    assert lines[byte_totals + 1].split() == ["committer_bytes_committed", "5.0", "MiB", "(5,242,880", "bytes)"]
+    counts = "\n".join(lines[lines.index("Counts (events and store calls):") : byte_totals])
+    assert "op_rename" in counts
+    assert "committer_bytes_committed" not in counts
+
+
+def test_a_summary_report_gives_the_whole_job_commit_time() -> None:
+    success = _success_with_statistics()
+    success.iostatistics.meanstatistics["committer_commit_job.mean"] = mc.MeanStatistic(1, 3100)
+    assert "  Time:       3.10 s (job commit)" in format_success(success, "summary.json").splitlines()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["succes", "x"], ["success"], ["success", "--no-such-flag", "x"], []],
+    ids=["typo", "no-path", "flag", "none"],
+)
+def test_usage_errors_are_one_line(argv: list[str]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "manifest_committer.cli", *argv], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("manifest-committer: error: ")
+    assert "--help" in lines[0]
+
+
+def test_an_unforeseen_error_is_one_line_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "_SUCCESS"
+    path.write_bytes(b"{}")
+
+    def broken(data: bytes, origin: str) -> mc.SuccessData:
+        raise AttributeError("'list' object has no attribute 'get'\nsecond line")
+
+    monkeypatch.setattr(mc.SuccessData, "from_json", broken)
+    assert main(["success", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"manifest-committer: error: {path}: AttributeError: ")
+    assert "Traceback" not in err

@@ -84,6 +84,28 @@ def test_an_unknown_key_of_the_family_names_the_key(key: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("key", "suggestion"),
+    [
+        (M + "io.thread", M + "io.threads"),
+        (M + "io_threads", M + "io.threads"),
+        ("spark.hadoop." + M + "validate.outputs", "spark.hadoop." + M + "validate.output"),
+        (F + "marksuccessfuljob", F + "marksuccessfuljobs"),
+    ],
+)
+def test_a_mistyped_key_suggests_the_nearest_known_key(key: str, suggestion: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        CommitterConfig.from_hadoop_conf({key: "1"})
+    assert str(raised.value) == f"{key}: unknown committer configuration key; did you mean `{suggestion}`?"
+
+
+def test_nonsense_gets_no_suggestion() -> None:
+    """Every key shares the family prefix; only the rest counts, so nothing is 'near' a made-up key."""
+    with pytest.raises(ConfigError) as raised:
+        CommitterConfig.from_hadoop_conf({M + "no.such.option": "1"})
+    assert str(raised.value) == f"{M}no.such.option: unknown committer configuration key"
+
+
+@pytest.mark.parametrize(
     ("key", "value"),
     [
         (M + "io.threads", "lots"),

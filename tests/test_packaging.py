@@ -13,6 +13,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import orjson
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,7 +29,7 @@ def build(target: str, source: Path, out: Path) -> Path:
         capture_output=True,
         timeout=120,
     )
-    suffix = ".whl" if target == "wheel" else ".tar.gz"
+    suffix = ".whl" if target.startswith("wheel") else ".tar.gz"
     (artifact,) = out.glob(f"*{suffix}")
     return artifact
 
@@ -63,8 +64,90 @@ def test_wheel_holds_stages_and_schemas_inside_the_package(artifacts: dict[str, 
     for schema in SCHEMA_FILES:
         assert f"manifest_committer/schemas/{schema}" in names
     top_level = {name.split("/", 1)[0] for name in names}
-    assert top_level == {"manifest_committer", "manifest_committer-0.1.0.dist-info"}
+    assert top_level == {"manifest_committer", "pyspark_manifest_committer.py", "manifest_committer-0.1.0.dist-info"}
     assert not any("__pycache__" in name for name in names)
+
+
+def requirements(wheel: Path) -> set[str]:
+    """The wheel's ``Requires-Dist`` lines, as hatchling wrote them."""
+    archive = zipfile.ZipFile(wheel)
+    (metadata,) = (name for name in archive.namelist() if name.endswith(".dist-info/METADATA"))
+    lines = archive.read(metadata).decode().splitlines()
+    return {line.removeprefix("Requires-Dist: ") for line in lines if line.startswith("Requires-Dist: ")}
+
+
+def test_example_only_dependencies_are_an_extra(artifacts: dict[str, Path]) -> None:
+    """The library needs no log handler; the example's one comes with ``[examples]`` (and ``[dev]``)."""
+    required = requirements(artifacts["wheel"])
+    handler = {r for r in required if r.startswith("concurrent-log-handler")}
+    assert handler == {
+        "concurrent-log-handler>=0.9.25; extra == 'examples'",
+        "concurrent-log-handler>=0.9.25; extra == 'dev'",
+    }
+
+
+def test_pandas_stays_below_3_wherever_it_is_required(artifacts: dict[str, Path]) -> None:
+    """PySpark 4.3 warns about pandas 3 at every session; every extra that pulls pandas in keeps it below 3."""
+    pandas = {r for r in requirements(artifacts["wheel"]) if r.startswith("pandas")}
+    assert pandas == {"pandas<3,>=2.2; extra == 'spark'", "pandas<3,>=2.2; extra == 'dev'"}
+
+
+def test_editable_wheel_carries_the_spark_discovery_module(tmp_path: Path) -> None:
+    """Editable installs map packages through an import hook that ``pkgutil.iter_modules`` (PySpark's data source
+    lookup) cannot see, so the ``pyspark_`` module must be a real file in the editable wheel too."""
+    wheel = build("wheel:editable", REPO, tmp_path)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "pyspark_manifest_committer.py" in names
+    assert (
+        zipfile.ZipFile(wheel).read("pyspark_manifest_committer.py")
+        == (REPO / "pyspark_manifest_committer.py").read_bytes()
+    )
+
+
+FRESH_SESSION_WRITE = """
+import os, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
+spark.sparkContext.setLogLevel("FATAL")
+try:
+    df = spark.createDataFrame([(1, "a"), (2, "b"), (3, "a")], "id int, v string")
+    df.write.format("manifest").option("partitionBy", "v").mode("append").save(sys.argv[1])
+    print(sorted(row.id for row in spark.read.parquet(sys.argv[1]).collect()))
+finally:
+    spark.stop()
+"""
+
+
+@pytest.mark.spark
+def test_installed_wheel_gives_a_fresh_spark_session_the_manifest_format(
+    artifacts: dict[str, Path], tmp_path: Path
+) -> None:
+    """No ``register(spark)``: PySpark finds ``pyspark_manifest_committer.DefaultSource`` in the installed wheel."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(artifacts["wheel"]).extractall(site)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = elsewhere / "job.py"
+    script.write_text(FRESH_SESSION_WRITE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(site)
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, str(script), str(out)],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip().splitlines()[-1] == "[1, 2, 3]"
+    success = orjson.loads((out / "_SUCCESS").read_bytes())
+    assert success["success"] is True
+    assert success["jobIdSource"] == "spark.sql.sources.writeJobUUID"
 
 
 def test_sdist_builds_a_wheel_with_the_same_package(artifacts: dict[str, Path], tmp_path: Path) -> None:
@@ -139,3 +222,13 @@ def test_package_stages_import_from_the_repo_root() -> None:
     result = python("import manifest_committer.stages.rename_files as m; print(m.RenameFilesStage.name)", REPO)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "job_stage_rename_files"
+
+
+def test_the_spark_discovery_module_passes_pysparks_own_check() -> None:
+    """What ``pyspark/sql/worker/lookup_data_sources.py`` requires: a ``DefaultSource`` that is a ``DataSource``."""
+    from pyspark.sql.datasource import DataSource
+
+    import pyspark_manifest_committer
+
+    assert issubclass(pyspark_manifest_committer.DefaultSource, DataSource)
+    assert pyspark_manifest_committer.DefaultSource.name() == "manifest"

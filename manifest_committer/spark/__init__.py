@@ -4,15 +4,24 @@ Two ways in::
 
     import manifest_committer.spark as mcs
 
-    mcs.write(df, "s3://bucket/table", format="parquet", partition_by=["dt", "country"], mode="overwrite")
+    mcs.write(df, "gs://bucket/table", format="parquet", partition_by=["dt", "country"], mode="overwrite")
 
-    mcs.register(spark)            # once per session; captures the session's committer keys
     df.write.format("manifest").option("format", "parquet").option("partitionBy", "dt,country") \\
-        .mode("append").save("s3://bucket/table")
+        .mode("append").save("abfs://container@account.dfs.core.windows.net/table")
+
+``write()`` checks its options, the destination's scheme and the partition columns in the calling process before
+Spark starts anything, so a mistake raises the library's own ``ConfigError``/``UnsupportedStoreError``.
+
+The ``manifest`` format needs no set-up: PySpark 4 finds it in the installed module ``pyspark_manifest_committer``.
+Such a data source sees only the writer's options, so committer keys go in as options; ``register(spark)`` instead
+also captures the session's ``spark.hadoop.mapreduce.manifest.committer.*`` keys. Through the format, a bad option
+is found on the driver before any task starts, but Spark reports it as an ``AnalysisException``
+(``PYTHON_DATA_SOURCE_ERROR``) whose last line is the library's error.
 
 PySpark 4.x refuses ``DataFrameWriter.partitionBy`` and the modes ``errorifexists`` (Spark's default) and
 ``ignore`` for Python data sources before the source is called: partition columns are the ``partitionBy``
-option, and ``write()`` offers every mode (``errorifexists`` is its default, as in Spark).
+option, and ``write()`` offers every mode (``errorifexists`` is its default, as in Spark). S3 (``s3://``,
+``s3a://``) is refused: it has no rename the protocol can rely on.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from .datasource import (
     ManifestDataSource,
     ManifestWriter,
     WriteSettings,
+    check_columns,
     committer_conf,
 )
 from .modes import PartitionOverwriteMode, SaveMode, destination_has_data
@@ -74,6 +84,28 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(source)
 
 
+def _writer_options(
+    spark: SparkSession,
+    *,
+    format: str,
+    partition_by: Sequence[str],
+    storage: Mapping[str, Any],
+    options: Mapping[str, str] | None,
+) -> dict[str, str]:
+    """The data source options of one ``write()``: session keys, then the caller's options, then the arguments."""
+    # Option keys are case-insensitive in Spark: lower-case them all so a later one replaces an earlier one.
+    writer_options = {key.lower(): value for key, value in _session_conf(spark).items()}
+    if PARTITION_OVERWRITE_MODE_KEY.lower() in writer_options:
+        writer_options["partitionoverwritemode"] = writer_options.pop(PARTITION_OVERWRITE_MODE_KEY.lower())
+    writer_options.update({key.lower(): str(value) for key, value in (options or {}).items()})
+    writer_options["format"] = format
+    if partition_by:
+        writer_options["partitionby"] = ",".join(partition_by)
+    if storage:
+        writer_options["storage_options"] = orjson.dumps(dict(storage)).decode("utf-8")
+    return writer_options
+
+
 def write(
     df: DataFrame,
     url: str,
@@ -96,22 +128,18 @@ def write(
     save_mode = SaveMode.parse(mode)
     spark = df.sparkSession
     storage = dict(storage_options or {})
-    if save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE):
-        store, path = open_store(url, storage)
-        if destination_has_data(store.fs, path):
-            if save_mode is SaveMode.IGNORE:
-                return
-            raise DestinationExistsError(f"{url}: the destination already holds data (save mode errorifexists)")
-    # Option keys are case-insensitive in Spark: lower-case them all so a later one replaces an earlier one.
-    writer_options = {key.lower(): value for key, value in _session_conf(spark).items()}
-    if PARTITION_OVERWRITE_MODE_KEY.lower() in writer_options:
-        writer_options["partitionoverwritemode"] = writer_options.pop(PARTITION_OVERWRITE_MODE_KEY.lower())
-    writer_options.update({key.lower(): str(value) for key, value in (options or {}).items()})
-    writer_options["format"] = format
-    if partition_by:
-        writer_options["partitionby"] = ",".join(partition_by)
-    if storage:
-        writer_options["storage_options"] = orjson.dumps(storage).decode("utf-8")
+    writer_options = _writer_options(spark, format=format, partition_by=partition_by, storage=storage, options=options)
+    # Checked here, in the caller's process: inside Spark the same error would arrive as the last line of an
+    # AnalysisException. The data source checks again on the driver with exactly these options.
+    settings = WriteSettings.from_options(
+        {**writer_options, "path": url}, overwrite=save_mode is SaveMode.OVERWRITE, session_conf=None
+    )
+    check_columns(settings, df.columns)
+    store, path = open_store(url, storage)
+    if save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_has_data(store.fs, path):
+        if save_mode is SaveMode.IGNORE:
+            return
+        raise DestinationExistsError(f"{url}: the destination already holds data (save mode errorifexists)")
     register(spark)
     spark_mode = "overwrite" if save_mode is SaveMode.OVERWRITE else "append"
     df.write.format(SHORT_NAME).options(**writer_options).mode(spark_mode).save(url)

@@ -210,6 +210,16 @@ class WriteSettings:
         )
 
 
+def check_columns(settings: WriteSettings, columns: Sequence[str]) -> None:
+    """The partition columns are columns of the data, and at least one data column remains."""
+    names = list(columns)
+    missing = [column for column in settings.partition_by if column not in names]
+    if missing:
+        raise ConfigError(f"partition column {missing[0]!r} is not a column of the data: {', '.join(names)}")
+    if settings.partition_by and len(settings.partition_by) == len(names):
+        raise ConfigError("every column is a partition column: at least one data column must remain")
+
+
 # --- commit messages -----------------------------------------------------------------------------------------------
 
 
@@ -439,7 +449,7 @@ class ManifestWriter(DataSourceArrowWriter):
         # Only the attempts whose messages Spark's commit coordinator let through; manifests of losers, denied
         # or killed attempts stay in _temporary and go with it.
         committer.commit_job(accepted_attempts={message.task_id: message.task_attempt_id for message in accepted})
-        deleted = delete_old_output(fs, old) if old is not None else 0
+        deleted = delete_old_output(committer, old) if old is not None else 0
         log.info(
             "Job %s committed %d tasks, %d rows into %s; %d old files replaced",
             settings.job_id,
@@ -467,12 +477,7 @@ class ManifestDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> ManifestWriter:
         """On the driver: parse the options, check the partition columns and set up the job."""
         settings = WriteSettings.from_options(self.options, overwrite=overwrite, session_conf=self.session_conf)
-        names = list(schema.fieldNames())
-        missing = [column for column in settings.partition_by if column not in names]
-        if missing:
-            raise ConfigError(f"partition column {missing[0]!r} is not a column of the data: {', '.join(names)}")
-        if settings.partition_by and len(settings.partition_by) == len(names):
-            raise ConfigError("every column is a partition column: at least one data column must remain")
+        check_columns(settings, schema.fieldNames())
         settings.committer().setup_job()
         log.info("Set up job %s writing %s into %s", settings.job_id, settings.output_format.name, settings.destination)
         return ManifestWriter(settings)

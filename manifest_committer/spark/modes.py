@@ -14,11 +14,14 @@ import logging
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..paths import TEMPORARY_DIR
 from ..success_data import SUCCESS_MARKER
+
+if TYPE_CHECKING:
+    from ..committer import ManifestCommitter
 
 log = logging.getLogger(__name__)
 
@@ -106,15 +109,17 @@ def list_old_output(fs: Any, destination: str, partition_dirs: Iterable[str] | N
     return OldOutput(tuple(sorted(files)), tuple(sorted(directories)))
 
 
-def delete_old_output(fs: Any, old: OldOutput) -> int:
-    """Delete the listed files, then every listed directory left empty; returns the number of files deleted."""
-    deleted = 0
-    for path in old.files:
-        try:
-            fs.rm_file(path)
-            deleted += 1
-        except FileNotFoundError:
-            log.debug("Old output file %s was already gone", path)
+def delete_old_output(committer: ManifestCommitter, old: OldOutput) -> int:
+    """Delete the listed files through the committer (its retry policy), then every listed directory left empty;
+    returns the number of files deleted.
+
+    The files go under the store retry policy: after the commit, a transient error that stopped the deletes would
+    leave old and new rows mixed. An empty directory left behind is harmless, so those removals are best effort.
+    """
+    deleted = committer.delete_destination_files(old.files)
+    if len(old.files) > deleted:
+        log.debug("%d old output files were already gone", len(old.files) - deleted)
+    fs = committer.store.fs
     for directory in sorted(old.directories, key=lambda d: d.count("/"), reverse=True):
         with contextlib.suppress(FileNotFoundError, OSError):
             if not fs.ls(directory, detail=False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import fsspec
@@ -14,6 +15,18 @@ from .operations import StoreOperations
 AZURE_PROTOCOLS = frozenset({"abfs", "abfss", "az"})
 GCS_PROTOCOLS = frozenset({"gs", "gcs"})
 S3_PROTOCOLS = frozenset({"s3", "s3a", "s3n"})
+LOCAL_PROTOCOLS = frozenset({"file", "local"})
+MEMORY_PROTOCOLS = frozenset({"memory"})
+HDFS_PROTOCOLS = frozenset({"hdfs", "viewfs", "webhdfs", "swebhdfs"})
+
+SUPPORTED_STORES = (
+    "local paths and file://, memory://, abfs://, abfss:// and az:// (pip install 'manifest-committer[azure]'), "
+    "gs:// and gcs:// (pip install 'manifest-committer[gcs]')"
+)
+"""What every refusal of a URL lists, so the user sees at once what would work."""
+
+_EXTRAS = {"adlfs": "azure", "gcsfs": "gcs"}
+"""The fsspec backend each cloud store needs, and the extra of this package that installs it."""
 
 _S3_REASON = (
     "S3 has no rename: s3fs moves a file by copy then delete, and overwrites whatever is at the destination, "
@@ -22,6 +35,28 @@ _S3_REASON = (
     "never overwriting and never copying); until it lands, use Hadoop's S3A magic committer or a table format "
     "such as Iceberg or Delta, or write to abfs://, gs://, a local or mounted filesystem instead"
 )
+_HDFS_REASON = (
+    "HDFS is not supported: fsspec reaches it through libhdfs and a JVM, which this committer does not drive; "
+    "use Hadoop's own ManifestCommitter (or FileOutputCommitter) for HDFS"
+)
+
+
+def _no_binding(protocol: str) -> str:
+    return (
+        f"no store binding for the {protocol}:// filesystem; the committer needs a single-file rename that never "
+        f"overwrites and says whether it happened, which fsspec's generic mv does not promise. "
+        f"Supported: {SUPPORTED_STORES}"
+    )
+
+
+def _require_backend(url: str, module: str) -> None:
+    """Check that a cloud store's fsspec backend is installed (without importing it), or say which extra is."""
+    if importlib.util.find_spec(module) is None:
+        extra = _EXTRAS[module]
+        raise UnsupportedStoreError(
+            f"{url}: the {extra} store needs {module}, which is not installed: "
+            f"pip install 'manifest-committer[{extra}]' (or pip install '.[{extra}]' in a clone of the repository)"
+        )
 
 
 def _protocol_of(url: str) -> str:
@@ -53,7 +88,16 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     protocol = _protocol_of(url)
     if protocol in S3_PROTOCOLS:
         raise UnsupportedStoreError(f"{url}: {_S3_REASON}")
+    if protocol in HDFS_PROTOCOLS:  # before fsspec, which would start loading libjvm and print its errors
+        raise UnsupportedStoreError(f"{url}: {_HDFS_REASON}. Supported: {SUPPORTED_STORES}")
+    if protocol not in LOCAL_PROTOCOLS | MEMORY_PROTOCOLS | AZURE_PROTOCOLS | GCS_PROTOCOLS:
+        # Refused before fsspec builds a filesystem: its own errors ("Protocol not known", a missing backend) say
+        # nothing about what would work here.
+        if protocol in fsspec.available_protocols():
+            raise UnsupportedStoreError(f"{url}: {_no_binding(protocol)}")
+        raise UnsupportedStoreError(f"{url}: unknown scheme {protocol}://. Supported: {SUPPORTED_STORES}")
     if protocol in AZURE_PROTOCOLS:
+        _require_backend(url, "adlfs")
         from .azure import AzureBlobStore, missing_credentials_error, without_client_retries
 
         try:
@@ -62,6 +106,7 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
             raise missing_credentials_error(url, error) from error
         return AzureBlobStore(without_client_retries(fs), protocol, data_fs, destination=url), path
     if protocol in GCS_PROTOCOLS:
+        _require_backend(url, "gcsfs")
         from .gcs import GCSStore  # sets GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT before gcsfs is imported
         from .gcs import without_client_retries as without_gcs_client_retries
 
@@ -74,8 +119,4 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
         return LocalStore(local_fs), path.rstrip("/") or "/"
     if "memory" in protocols:
         return MemoryStore(fs), path.rstrip("/") or "/"
-    raise UnsupportedStoreError(
-        f"{url}: no store binding for the {protocols[0]}:// filesystem ({type(fs).__name__}); the committer needs a "
-        "single-file rename that never overwrites and says whether it happened, which fsspec's generic mv does not "
-        "promise. Supported: local paths and file://, memory://, abfs:// and az:// (adlfs), gs:// and gcs:// (gcsfs)"
-    )
+    raise UnsupportedStoreError(f"{url}: {_no_binding(protocols[0])}")

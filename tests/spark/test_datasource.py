@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.config import MANIFEST_PREFIX as M
 from manifest_committer.spark import ManifestCommitMessage, ManifestWriter, PartitionOverwriteMode, WriteSettings
 from manifest_committer.spark.datasource import _TaskOutput, task_ids
+from manifest_committer.store import Fault, FaultInjectingStore, StoreOperations
 
 
 def make_writer(destination: Path, *, overwrite: bool = False, **options: str) -> ManifestWriter:
@@ -113,6 +115,41 @@ def test_overwrite_deletes_old_files_after_commit_and_spares_other_jobs(tmp_path
     assert not (out / "dt=1").exists()
     assert concurrent.read_bytes() == b"in flight"
     assert (out / "_SUCCESS").exists()
+
+
+def test_overwrite_retries_a_transient_error_while_deleting_old_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old files go after the commit point: a lost delete would leave old and new rows side by side."""
+    out = tmp_path / "out"
+    (out / "dt=1").mkdir(parents=True)
+    (out / "dt=1" / "old-a.csv").write_bytes(b"old row a")
+    (out / "old-b.csv").write_bytes(b"old row b")
+    faulty: list[FaultInjectingStore] = []
+
+    def wrap(store: StoreOperations) -> StoreOperations:
+        faulty.append(FaultInjectingStore(store, [Fault("delete_file", path_contains="old-", times=3)]))
+        return faulty[-1]
+
+    writer = make_writer(out, overwrite=True, **{M + "store.retry.interval": "0"})
+    message = run_attempt(writer, 0, 1, {"dt=2/new.csv": b"new row"})
+    plain_committer = WriteSettings.committer
+    monkeypatch.setattr(WriteSettings, "committer", lambda self: plain_committer(self, store_wrapper=wrap))
+    writer.commit([message])
+
+    assert data_files(out) == {"dt=2/new.csv": b"new row"}
+    assert sum(store.injected["delete_file"] for store in faulty) == 3
+    assert mc.SuccessData.load(str(out / "_SUCCESS")).success
+
+
+def test_the_committer_deletes_only_below_its_destination(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "outside.csv").write_bytes(b"keep")
+    committer = mc.ManifestCommitter(str(tmp_path / "out"), "job-x")
+    for path in (str(tmp_path / "outside.csv"), str(tmp_path / "out" / ".." / "outside.csv")):
+        with pytest.raises(mc.CommitterError, match="not below the destination"):
+            committer.delete_destination_files([path])
+    assert (tmp_path / "outside.csv").read_bytes() == b"keep"
 
 
 def test_dynamic_overwrite_replaces_written_partitions_only(tmp_path: Path) -> None:

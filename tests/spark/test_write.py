@@ -115,6 +115,25 @@ def test_format_path_with_options_and_committer_keys(spark: SparkSession, tmp_pa
     assert not (tmp_path / "other").exists() or not data_files(tmp_path / "other")
 
 
+@pytest.mark.parametrize(
+    ("url", "kwargs", "error", "message"),
+    [
+        ("OUT", {"options": {"mapreduce.manifest.committer.io.thread": "4"}}, mc.ConfigError, "did you mean"),
+        ("OUT", {"options": {"maxOpenFiles": "0"}}, mc.ConfigError, "maxOpenFiles: must be at least 1"),
+        ("OUT", {"partition_by": ["no_such_column"]}, mc.ConfigError, "'no_such_column' is not a column"),
+        ("gss://bucket/table", {}, mc.UnsupportedStoreError, "unknown scheme gss://"),
+    ],
+)
+def test_helper_raises_the_librarys_own_error_before_spark_runs_anything(  # noqa: PLR0917
+    spark: SparkSession, tmp_path: Path, url: str, kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    """Not an AnalysisException whose last line holds the error: the caller's process checks first."""
+    destination = str(tmp_path / "out") if url == "OUT" else url
+    with pytest.raises(error, match=message):
+        mcs.write(frame(spark), destination, mode="append", **kwargs)
+    assert not (tmp_path / "out").exists()
+
+
 def test_session_conf_reaches_the_committer(spark: SparkSession, tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     key = "spark.hadoop.mapreduce.manifest.committer.summary.report.directory"
