@@ -3,12 +3,17 @@
 Hadoop keeps a SequenceFile for this (MAPREDUCE-7435). Here each loaded manifest becomes one length-prefixed
 orjson chunk: ``[task_attempt_id, [[source_path, dest_path, size, etag, dest_url], ...]]``. The file is
 written by one thread and read back in chunks by the rename and validation stages.
+
+The file is named ``manifest-committer-<jobId>-<pid>-<random>.entries``, so that a later job commit of the same
+job can find and remove the spill files of processes that were killed (``remove_dead_spill_files``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +22,11 @@ from typing import NamedTuple, Self
 
 import orjson
 
+log = logging.getLogger(__name__)
+
 _LENGTH = struct.Struct("<I")
+SPILL_PREFIX = "manifest-committer-"
+SPILL_SUFFIX = ".entries"
 
 
 class FileToCommit(NamedTuple):
@@ -39,11 +48,29 @@ class EntryChunk:
     rows: list[FileToCommit]
 
 
+@dataclass(frozen=True, slots=True)
+class RenameUnit:
+    """Rows ``start`` to ``start + len(rows)`` of one task attempt's manifest: the unit a job commit journals.
+
+    Its key depends only on the manifest and the unit size, so a rerun of a job commit, or an abort, finds the
+    records an earlier run wrote for the same rows.
+    """
+
+    task_attempt_id: str
+    start: int
+    rows: list[FileToCommit]
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_attempt_id}-{self.start}"
+
+
 class EntryFile:
     """Append chunks, then iterate them any number of times; the file is removed on ``close``."""
 
-    def __init__(self, directory: str | None = None) -> None:
-        handle, self.path = tempfile.mkstemp(prefix="manifest-committer-", suffix=".entries", dir=directory)
+    def __init__(self, directory: str | None = None, job_id: str = "job") -> None:
+        prefix = f"{SPILL_PREFIX}{job_id}-{os.getpid()}-"
+        handle, self.path = tempfile.mkstemp(prefix=prefix, suffix=SPILL_SUFFIX, dir=directory)
         self._writer = os.fdopen(handle, "wb")
         self.file_count = 0
         self.total_size = 0
@@ -77,6 +104,12 @@ class EntryFile:
         if pending:
             yield pending
 
+    def units(self, unit_size: int) -> Iterator[RenameUnit]:
+        """Each task attempt's rows in consecutive slices of ``unit_size``: never mixing two attempts."""
+        for chunk in self.chunks():
+            for start in range(0, len(chunk.rows), unit_size):
+                yield RenameUnit(chunk.task_attempt_id, start, chunk.rows[start : start + unit_size])
+
     def close(self) -> None:
         self._writer.close()
         with contextlib.suppress(FileNotFoundError):
@@ -87,3 +120,40 @@ class EntryFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _process_is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def remove_dead_spill_files(directory: str | None, job_id: str) -> list[str]:
+    """Remove the spill files of ``job_id`` left by processes that no longer run; return their paths.
+
+    A killed job commit cannot remove its own spill file. The pid in the name tells a dead process's file from
+    one in use: a live pid's file (this process's too) is never touched; a reused pid only keeps a file longer.
+    The random part of a name never holds ``-``, so job ``a`` never matches the files of job ``a-1``.
+    """
+    folder = directory or tempfile.gettempdir()
+    pattern = re.compile(re.escape(f"{SPILL_PREFIX}{job_id}-") + r"(\d+)-[^-]+" + re.escape(SPILL_SUFFIX) + r"\Z")
+    removed: list[str] = []
+    try:
+        names = os.listdir(folder)
+    except OSError as error:
+        log.warning("Cannot list %s for spill files of dead job commits: %s", folder, error)
+        return removed
+    for name in names:
+        match = pattern.match(name)
+        if match is None or _process_is_alive(int(match.group(1))):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed.append(path)
+            log.info("Removed %s, the spill file of a job commit of %s that was killed", path, job_id)
+    return removed

@@ -110,7 +110,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         self._accepted = arguments.accepted_attempts
         if self._accepted is not None:
             manifests = self._only_accepted(manifests, self._accepted)
-        entry_file = EntryFile(arguments.spill_directory)
+        entry_file = EntryFile(arguments.spill_directory, self.paths.job_id)
         result = LoadManifestsResult(entry_file, [])
         directories: dict[str, TargetDirectory] = {}
         dest_hashes: set[int] = set()
