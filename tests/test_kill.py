@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import tempfile
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -148,7 +149,7 @@ class Report:
         others = {
             path: entry
             for path, entry in outside.items()
-            if path != "_SUCCESS" and (path not in job or outside[path] != job[path])
+            if path != "_SUCCESS" and (path not in job or entry != job[path])
         }
         earlier = {path: entry for path, entry in self.before.items() if path not in job and path != "_SUCCESS"}
         changes = diff(earlier, others)
@@ -162,7 +163,8 @@ class Report:
         return (
             f"when the child was killed, {in_place} of the job's {len(job_files())} files were in place, and "
             f"otherwise the destination outside _temporary differed from before the job by:\n"
-            f"{changes or '  (nothing)'}\n  _SUCCESS: {self.success_at_kill}; present: {', '.join(present) or 'no _temporary'}; in {job_dir}: {', '.join(state) or '-'}; "
+            f"{changes or '  (nothing)'}\n  _SUCCESS: {self.success_at_kill}; "
+            f"present: {', '.join(present) or 'no _temporary'}; in {job_dir}: {', '.join(state) or '-'}; "
             f"{waiting} files still in task attempt directories"
         )
 
@@ -192,14 +194,21 @@ def _check_success(report: Report, scenario: Scenario) -> None:
     for name, value in expected.items():
         if counters.get(name) != value:
             report.problems.append(f"_SUCCESS counter {name} = {counters.get(name)}, expected {value}")
-    store_dest = scenario.committer().store
-    urls = sorted(store_dest.to_url(str(scenario.dest / path)) for path in files)
+    store = scenario.committer().store
+    prefix = store.to_url(str(scenario.dest)) + "/"
+    urls = sorted(store.to_url(str(scenario.dest / path)) for path in files)
+
+    def shown(url: str) -> str:
+        return urllib.parse.unquote(url.removeprefix(prefix))
+
     if success.filenames != urls:
-        missing = sorted(set(urls) - set(success.filenames))
-        extra = sorted(set(success.filenames) - set(urls))
+        missing = sorted(shown(url) for url in set(urls) - set(success.filenames))
+        extra = sorted(shown(url) for url in set(success.filenames) - set(urls))
+        order = "" if missing or extra else " (the same names, not sorted)"
         report.problems.append(
-            f"_SUCCESS filenames: {len(success.filenames)} names, expected {len(urls)}; "
-            f"missing {missing[:5]}{'...' if len(missing) > 5 else ''}, unexpected {extra[:5]}"
+            f"_SUCCESS filenames: {len(success.filenames)} names, expected {len(urls)}{order}; "
+            f"missing {', '.join(missing[:5]) or '-'}{' ...' if len(missing) > 5 else ''}; "
+            f"unexpected {', '.join(extra[:5]) or '-'}"
         )
 
 
