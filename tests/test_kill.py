@@ -76,9 +76,10 @@ def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
 
 def _kill(scenario: Scenario, action: Action, point: KillPoint) -> None:
     outcome = run_child(scenario, action, point)
-    assert outcome.killed_at is not None
-    if outcome.killed_at.label != point.label:  # pragma: no cover - the harness itself is broken
-        raise AssertionError(f"killed at {outcome.killed_at.id}, not at {point.id}")
+    killed = outcome.killed_at
+    assert killed is not None and (killed.label, killed.occurrence) == (point.label, point.occurrence), (
+        f"the harness killed the child at {killed}, not before {point.id}"
+    )
 
 
 def _job_success(scenario: Scenario) -> mc.SuccessData | None:
