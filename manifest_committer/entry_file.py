@@ -50,10 +50,11 @@ class EntryChunk:
 
 @dataclass(frozen=True, slots=True)
 class RenameUnit:
-    """Rows ``start`` to ``start + len(rows)`` of one task attempt's manifest: the unit a job commit journals.
+    """Consecutive rows in task attempt id order, starting at row ``start`` of attempt ``task_attempt_id``: the
+    unit a job commit journals.
 
-    Its key depends only on the manifest and the unit size, so a rerun of a job commit, or an abort, finds the
-    records an earlier run wrote for the same rows.
+    Its key depends only on the accepted manifests and the unit size, never on the order they were loaded in,
+    so a rerun of a job commit, or an abort, finds the records an earlier run wrote for the same rows.
     """
 
     task_attempt_id: str
@@ -72,10 +73,13 @@ class EntryFile:
         prefix = f"{SPILL_PREFIX}{job_id}-{os.getpid()}-"
         handle, self.path = tempfile.mkstemp(prefix=prefix, suffix=SPILL_SUFFIX, dir=directory)
         self._writer = os.fdopen(handle, "wb")
+        self._chunk_offsets: list[tuple[str, int]] = []
+        """Each chunk's task attempt id and offset: one pair per manifest, for reading in a stable order."""
         self.file_count = 0
         self.total_size = 0
 
     def append(self, task_attempt_id: str, rows: list[FileToCommit]) -> None:
+        self._chunk_offsets.append((task_attempt_id, self._writer.tell()))
         data = orjson.dumps([task_attempt_id, rows], default=tuple)  # a NamedTuple is written as its fields
         self._writer.write(_LENGTH.pack(len(data)))
         self._writer.write(data)
@@ -105,10 +109,28 @@ class EntryFile:
             yield pending
 
     def units(self, unit_size: int) -> Iterator[RenameUnit]:
-        """Each task attempt's rows in consecutive slices of ``unit_size``: never mixing two attempts."""
-        for chunk in self.chunks():
-            for start in range(0, len(chunk.rows), unit_size):
-                yield RenameUnit(chunk.task_attempt_id, start, chunk.rows[start : start + unit_size])
+        """Rows in slices of ``unit_size``, the chunks taken in task attempt id order (not the order loaded).
+
+        A unit may span the end of one attempt's rows and the start of the next, so many small tasks still
+        make few units.
+        """
+        self._writer.flush()
+        pending: list[FileToCommit] = []
+        first: tuple[str, int] | None = None
+        with open(self.path, "rb") as reader:
+            for task_attempt_id, offset in sorted(self._chunk_offsets):
+                reader.seek(offset)
+                (length,) = _LENGTH.unpack(reader.read(_LENGTH.size))
+                _, rows = orjson.loads(reader.read(length))
+                for index, row in enumerate(rows):
+                    if first is None:
+                        first = (task_attempt_id, index)
+                    pending.append(FileToCommit._make(row))
+                    if len(pending) >= unit_size:
+                        yield RenameUnit(first[0], first[1], pending)
+                        pending, first = [], None
+        if first is not None:
+            yield RenameUnit(first[0], first[1], pending)
 
     def close(self) -> None:
         self._writer.close()

@@ -12,8 +12,9 @@ decided from what the job itself recorded, under ``JobPaths.journal_dir``, befor
     Before run ``n`` touches the destination's directories: the directories it is about to create (abort
     removes those, if empty, and no others) and the files in the way it is about to delete.
 ``<n>/<taskAttemptId>-<start>.intent`` and ``.done``
-    Before run ``n`` renames the first row of a unit (rows ``start...`` of one task attempt's manifest), its
-    intent; after the unit, or in a ``finally`` when it fails part-way, ``{"upTo": k, "notMovable": b}``:
+    Before run ``n`` renames the first row of a unit (``unit_size`` consecutive rows, manifests taken in task
+    attempt id order; the name is the unit's first row), its intent; after the unit, or in a ``finally``
+    when it fails part-way, ``{"upTo": k, "notMovable": b}``:
     rows below ``k`` are this job's; row ``k``, where the unit stopped, was certainly not moved
     (``notMovable``) or may have been (its rename failed in a way that does not say).
 

@@ -74,17 +74,18 @@ def test_appending_after_reading_continues_the_file() -> None:
         assert [c.task_attempt_id for c in entry_file.chunks()] == ["a", "b"]
 
 
-def test_units_never_mix_task_attempts_and_have_stable_keys() -> None:
-    with EntryFile() as entry_file:
-        entry_file.append("attempt_a", rows("a", 5))
-        entry_file.append("attempt_b", rows("b", 2))
-        units = list(entry_file.units(2))
-    assert [(unit.key, len(unit.rows)) for unit in units] == [
-        ("attempt_a-0", 2),
-        ("attempt_a-2", 2),
-        ("attempt_a-4", 1),
-        ("attempt_b-0", 2),
-    ]
+def test_units_follow_task_attempt_order_whatever_the_load_order() -> None:
+    """Unit keys must not depend on the order manifests were loaded in (parallel loads finish in any order)."""
+    keys = []
+    for order in (["attempt_b", "attempt_a", "attempt_c"], ["attempt_c", "attempt_a", "attempt_b"]):
+        with EntryFile() as entry_file:
+            for attempt in order:
+                entry_file.append(attempt, rows(attempt, {"attempt_a": 5, "attempt_b": 2, "attempt_c": 1}[attempt]))
+            units = list(entry_file.units(3))
+        keys.append([(unit.key, [row.dest for row in unit.rows]) for unit in units])
+    assert keys[0] == keys[1]
+    assert [(key, len(dests)) for key, dests in keys[0]] == [("attempt_a-0", 3), ("attempt_a-3", 3), ("attempt_b-1", 2)]
+    assert keys[0][1][1] == ["/dest/attempt_a3", "/dest/attempt_a4", "/dest/attempt_b0"], "small tasks share units"
 
 
 def test_a_spill_file_is_named_after_its_job_and_process(tmp_path: Path) -> None:
