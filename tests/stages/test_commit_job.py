@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from manifest_committer.errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
+from manifest_committer.errors import CommitterError, JobStateError, ManifestError, OutputValidationError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome
 from manifest_committer.stages.commit_job import (
@@ -29,7 +29,16 @@ from manifest_committer.statistic_names import (
 )
 from manifest_committer.store import Fault, FaultInjectingStore
 from manifest_committer.success_data import SuccessData
-from tests.fixtures.stage_context import FAST_CONFIG, commit_task, dest_path, exists, fresh, make_context, set_up_job
+from tests.fixtures.stage_context import (
+    FAST_CONFIG,
+    commit_task,
+    dest_path,
+    exists,
+    fresh,
+    make_context,
+    set_up_job,
+    task_ids,
+)
 
 FILES = {0: {"year=2024/a.csv": b"aaa", "b.csv": b"b"}, 1: {"year=2024/c.csv": b"cc", "year=2025/d.csv": b"dddd"}}
 
@@ -173,11 +182,14 @@ def test_applied_twice_raises(destination: str) -> None:
         stage.apply(CommitJobArguments())
 
 
-def test_a_users_file_of_the_same_size_is_a_conflict_never_committed_output(destination: str) -> None:
-    """Issue 8: a pre-existing file of the manifest's size counted as committed and passed validate.output."""
+def test_a_users_file_of_the_same_size_is_never_taken_for_committed_output(destination: str) -> None:
+    """Issue 8: with the source gone, a pre-existing file of the manifest's size counted as committed and passed
+    validate.output: silent wrong output. Only the journal says a file is this job's."""
     context = job(destination, validate_output=True)
+    attempt_dir = context.paths.task_attempt_dir(task_ids(0)[1])
+    context.store.delete_file(f"{attempt_dir}/b.csv")
     context.store.write_bytes(dest_path(context, "b.csv"), b"u")  # same size as task 0's b.csv
-    with pytest.raises(OutputConflictError, match=r"b\.csv"):
+    with pytest.raises(CommitterError, match=r"b\.csv"):
         commit(context)
     assert context.store.read_bytes(dest_path(context, "b.csv")) == b"u"
     assert not exists(context, context.paths.success_path)
