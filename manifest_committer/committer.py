@@ -24,6 +24,7 @@ from .stages.abort_task import AbortTaskArguments, AbortTaskStage
 from .stages.base import StageContext
 from .stages.commit_job import CommitJobArguments, CommitJobStage
 from .stages.commit_task import CommitTaskArguments, CommitTaskStage
+from .stages.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
 from .stages.setup_job import SetupJobArguments, SetupJobStage
 from .stages.setup_task import SetupTaskArguments, SetupTaskStage
 from .statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
@@ -225,6 +226,10 @@ class ManifestCommitter:
         report.iostatistics = context.stats.snapshot()
         self._save_report(report, overwrite=False)
         return result
+
+    def plan_abort(self) -> AbortPlan:
+        """What ``abort_job`` would revert and delete now, decided as it decides; changes nothing (a dry run)."""
+        return PlanAbortStage(self._context(StatisticsStore())).apply(PlanAbortArguments())
 
     def delete_destination_files(self, paths: Iterable[str]) -> int:
         """Delete files below the destination that a committed job replaces (Spark's overwrite); returns how many
