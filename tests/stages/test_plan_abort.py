@@ -22,7 +22,7 @@ def plan(context: StageContext) -> AbortPlan:
 
 def everything(context: StageContext) -> dict[str, int]:
     """Every path below the destination with its size: what a dry run must leave exactly as it was."""
-    fs = context.store.fs  # type: ignore[attr-defined]
+    fs = context.store.fs
     return {name: detail["size"] for name, detail in fs.find(context.paths.dest, withdirs=True, detail=True).items()}
 
 
