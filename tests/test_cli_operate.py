@@ -15,7 +15,10 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.cli import main
-from manifest_committer.store import Fault
+from manifest_committer.markers import DirectMarkers, Marker, MarkerPaths, MarkerServer
+from manifest_committer.paths import JobPaths
+from manifest_committer.retry import RetryPolicy
+from manifest_committer.store import Fault, open_store
 from tests.fixtures.committing import FAST, FaultCapture, run_task
 from tests.fixtures.emulators import Emulator, azurite_connection_string
 
@@ -382,3 +385,35 @@ def test_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     assert "300/300" in screen, screen
     assert "100%" in screen, screen
     assert "Files:      300 committed" in screen, screen
+
+
+def test_status_shows_markers_and_whether_their_server_answers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dest = destination(tmp_path)
+    store, dest_path = open_store(dest)
+    paths = MarkerPaths(JobPaths(dest_path, "job-m"))
+    retry = RetryPolicy(attempts=1, initial_wait=0.0, is_retryable=store.is_transient)
+    DirectMarkers(store, paths, retry).create("d/direct.csv")
+    with MarkerServer(store, paths, retry, batch_interval_ms=5) as server:
+        assert server.create(Marker("d/batched.csv")).result(timeout=10)
+        state = server.state
+        assert state is not None
+        live = status_json(capsys, dest)
+        code, out, _ = run(capsys, "status", dest)
+    assert code == 0
+    assert attempt_of(live, "job-m")["markers"] == {
+        "markers": 2,
+        "batched": True,
+        "direct": 1,
+        "driver_alive": True,
+        "liveness": f"marker server {state.host}:{state.port} answers",
+        "error": None,
+    }
+    assert "Markers:         2 (batched, 1 direct)" in out
+    assert "Driver:          alive" in out
+    assert "use rollback" in out, "commit and abort of this committer do not handle marker jobs"
+    markers = attempt_of(status_json(capsys, dest), "job-m")["markers"]
+    assert isinstance(markers, dict)
+    assert (markers["markers"], markers["driver_alive"]) == (2, False), "the server is gone"
+    assert "does not answer" in markers["liveness"]
