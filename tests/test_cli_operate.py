@@ -315,6 +315,7 @@ def test_a_store_refusing_the_credentials_is_one_line(
         capsys, "status", f"abfs://{azure_container}/out", "--storage-option", f"connection_string={wrong}"
     )
     assert azure_container in err
+    assert "/out: the store refused the request (credentials from " in err
 
 
 def test_no_traceback_from_the_installed_command(tmp_path: Path) -> None:

@@ -172,7 +172,16 @@ def inspect_destination(
     """The status of the destination at store path ``dest``; a ``CommitterError`` if there is none."""
     config = config or CommitterConfig()
     top = _gate(store, config, JobPaths(dest, "-"))
-    if top.info(dest) is None:
+    try:
+        found = top.info(dest)
+    except Exception as error:
+        if not top.is_auth_error(error):
+            raise
+        raise CommitterError(
+            f"{store.to_url(dest)}: the store refused the request (credentials from {top.credential_sources}): "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    if found is None:
         raise CommitterError(f"{store.to_url(dest)}: no such destination")
     jobs = []
     for job_id, is_dir in top.names(posixpath.join(dest, TEMPORARY_DIR)):
