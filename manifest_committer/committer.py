@@ -24,6 +24,7 @@ from .stages.abort_task import AbortTaskArguments, AbortTaskStage
 from .stages.base import StageContext
 from .stages.commit_job import CommitJobArguments, CommitJobStage
 from .stages.commit_task import CommitTaskArguments, CommitTaskStage
+from .stages.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
 from .stages.setup_job import SetupJobArguments, SetupJobStage
 from .stages.setup_task import SetupTaskArguments, SetupTaskStage
 from .statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
@@ -168,18 +169,27 @@ class ManifestCommitter:
         """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
         SetupJobStage(self._context(self._job_stats)).apply(SetupJobArguments(self.config.mark_successful_jobs))
 
-    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+    def commit_job(
+        self,
+        accepted_attempts: Mapping[str, str] | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SuccessData:
         """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary.
 
         ``accepted_attempts`` (task id -> task attempt id) commits exactly those manifests, as an engine's
         commit coordinator accepted them, and ignores the rest; a missing one, or one of another attempt, is a
-        ``ManifestError`` and nothing in the destination changes.
+        ``ManifestError`` and nothing in the destination changes. ``progress`` is called with (files done,
+        files in all) once the manifests are loaded and after each unit of renames (a progress bar's hook; the
+        library itself only logs); a callback that raises is logged and dropped.
         """
         start = time.perf_counter()
         with self._job_pool() as pool:
             context = self._context(self._job_stats, pool)
             try:
-                result = CommitJobStage(context).apply(CommitJobArguments(accepted_attempts=accepted_attempts))
+                result = CommitJobStage(context).apply(
+                    CommitJobArguments(accepted_attempts=accepted_attempts, progress=progress)
+                )
             except BaseException as error:
                 self._save_report(self._failure_report(context, error), overwrite=True)
                 raise
@@ -216,6 +226,10 @@ class ManifestCommitter:
         report.iostatistics = context.stats.snapshot()
         self._save_report(report, overwrite=False)
         return result
+
+    def plan_abort(self) -> AbortPlan:
+        """What ``abort_job`` would revert and delete now, decided as it decides; changes nothing (a dry run)."""
+        return PlanAbortStage(self._context(StatisticsStore())).apply(PlanAbortArguments())
 
     def delete_destination_files(self, paths: Iterable[str]) -> int:
         """Delete files below the destination that a committed job replaces (Spark's overwrite); returns how many

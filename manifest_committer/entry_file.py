@@ -179,3 +179,44 @@ def remove_dead_spill_files(directory: str | None, job_id: str) -> list[str]:
             removed.append(path)
             log.info("Removed %s, the spill file of a job commit of %s that was killed", path, job_id)
     return removed
+
+
+@dataclass(frozen=True, slots=True)
+class SpillFile:
+    """One spill file found in a temporary directory, and whether the process that wrote it still runs."""
+
+    path: str
+    job_id: str
+    pid: int
+    size: int
+    alive: bool
+
+
+_ANY_SPILL_FILE = re.compile(re.escape(SPILL_PREFIX) + r"(.+)-(\d+)-[^-]+" + re.escape(SPILL_SUFFIX) + r"\Z")
+
+
+def find_spill_files(directory: str | None = None) -> list[SpillFile]:
+    """Every job commit's spill file in ``directory`` (the system temp directory by default), sorted by path.
+
+    Read only: ``status`` reports the files of killed processes, which the next job commit of their job (or
+    an abort) removes.
+    """
+    folder = directory or tempfile.gettempdir()
+    found: list[SpillFile] = []
+    try:
+        names = os.listdir(folder)
+    except OSError as error:
+        log.warning("Cannot list %s for spill files: %s", folder, error)
+        return found
+    for name in sorted(names):
+        match = _ANY_SPILL_FILE.match(name)
+        if match is None:
+            continue
+        path = os.path.join(folder, name)
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            continue  # removed in between
+        pid = int(match.group(2))
+        found.append(SpillFile(path, match.group(1), pid, size, _process_is_alive(pid)))
+    return found

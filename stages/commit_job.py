@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import fsspec
@@ -45,6 +45,8 @@ class CommitJobArguments:
     spill_directory: str | None = None
     accepted_attempts: Mapping[str, str] | None = None
     """Task id -> attempt id to commit; ``None`` commits every manifest (see ``LoadManifestsArguments``)."""
+    progress: Callable[[int, int], None] | None = None
+    """(files done, files in all) during the renames: see ``RenameFilesArguments.progress``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +98,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
             else:
                 journal = JournalRun.rerun(self, started.unit_size)
             CreateDirectoriesStage(self.context).apply(CreateDirectoriesArguments(loaded.directories, journal))
-            renamed = RenameFilesStage(self.context).apply(RenameFilesArguments(loaded.entry_file, journal))
+            renamed = RenameFilesStage(self.context).apply(
+                RenameFilesArguments(loaded.entry_file, journal, arguments.progress)
+            )
             self._set_job_counters(loaded, renamed)
             if self.config.validate_output:
                 ValidateOutputStage(self.context).apply(ValidateOutputArguments(loaded.entry_file))
