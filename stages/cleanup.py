@@ -172,7 +172,10 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
             if not job_dir_deleted:
                 calls += 1
                 self.delete_dir(job_dir)
-            # Last job out turns off the light: remove _temporary only if nothing else is in it.
+            # Last job out turns off the light: remove _temporary only if nothing else is in it (an empty .trash,
+            # left by a kill between its mkdirs and the move into it, counts as nothing).
+            if self.capabilities.directory_rename:
+                self.remove_empty_dir(self.paths.trash_dir)
             self.remove_empty_dir(self.paths.temporary_dir)
         except Exception as failure:
             outcome, error = CleanupOutcome.FAILURE, failure
