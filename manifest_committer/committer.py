@@ -22,6 +22,7 @@ from .paths import JobPaths, check_id
 from .stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from .stages.abort_task import AbortTaskArguments, AbortTaskStage
 from .stages.base import StageContext
+from .stages.cleanup import wait_for_background_cleanup
 from .stages.commit_job import CommitJobArguments, CommitJobStage
 from .stages.commit_task import CommitTaskArguments, CommitTaskStage
 from .stages.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
@@ -97,8 +98,10 @@ class ManifestCommitter:
     def close(self) -> None:
         """Close the store this committer opened (its cloud client and connections); idempotent.
 
-        Task attempts' ``fs`` is fsspec's shared filesystem, not the committer's, and stays usable.
+        Task attempts' ``fs`` is fsspec's shared filesystem, not the committer's, and stays usable. Waits first
+        for the background delete of the job's state that ``commit_job`` started (``stages/cleanup.py``).
         """
+        wait_for_background_cleanup(self.paths)
         self._store.close()
 
     def __enter__(self) -> ManifestCommitter:
