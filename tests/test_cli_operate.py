@@ -140,7 +140,14 @@ def test_status_json_has_a_stable_schema(tmp_path: Path, capsys: pytest.CaptureF
     dest = destination(tmp_path)
     half_committed(dest)
     document = status_json(capsys, dest)
-    assert set(document) == {"schema", "destination", "jobs", "last_success", "dead_spill_files"}
+    assert set(document) == {
+        "schema",
+        "destination",
+        "jobs",
+        "last_success",
+        "dead_spill_files",
+        "state_being_deleted",
+    }
     assert document["schema"] == "manifest-committer/status/1"
     attempt = attempt_of(document, "job-h")
     assert set(attempt) == {
@@ -418,3 +425,22 @@ def test_status_shows_markers_and_whether_their_server_answers(
     assert isinstance(markers, dict)
     assert (markers["markers"], markers["driver_alive"]) == (2, False), "the server is gone"
     assert "does not answer" in markers["liveness"]
+
+
+def test_status_shows_trash_entries_apart_from_jobs_in_flight(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A committed job's state moved to _temporary/.trash (deleted after its commit returned) is no job."""
+    dest = tmp_path / "out"
+    entry = dest / "_temporary" / ".trash" / "job-old=20261122T200000Z-k2x"
+    (entry / "00").mkdir(parents=True)
+    (entry / "00" / "commit-finished").write_bytes(b"{}")
+
+    document = status_json(capsys, str(dest))
+
+    assert document["jobs"] == []
+    assert document["state_being_deleted"] == ["job-old=20261122T200000Z-k2x"]
+    code, out, _ = run(capsys, "status", str(dest))
+    assert code == 0
+    assert "job-old=20261122T200000Z-k2x" in out
+    assert "not jobs in flight" in out

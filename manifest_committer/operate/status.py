@@ -23,7 +23,7 @@ from ..errors import CommitterError, JobStateError
 from ..iostatistics import StatisticsStore
 from ..manifest import MANIFEST_SUFFIX, TaskManifest
 from ..markers import MarkerPaths, job_liveness, read_markers
-from ..paths import TEMPORARY_DIR, JobPaths
+from ..paths import TEMPORARY_DIR, TRASH_DIR, JobPaths
 from ..stages.base import Stage, StageContext
 from ..stages.journal import committed_summary, count_runs, read_commit_record
 from ..statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
@@ -137,6 +137,9 @@ class DestinationStatus:
     jobs: list[JobStatus]
     last_success: LastSuccess | None
     dead_spill_files: list[SpillFileStatus]
+    state_being_deleted: list[str] = dataclasses.field(default_factory=list)
+    """Entries of ``_temporary/.trash``: the state of committed jobs, moved aside and deleted after their
+    commit returned (or by the next job commit, if that process was killed). Never a job in flight."""
     schema: str = STATUS_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,15 +187,18 @@ def inspect_destination(
     if found is None:
         raise CommitterError(f"{store.to_url(dest)}: no such destination")
     jobs = []
+    trash: list[str] = []
     for job_id, is_dir in top.names(posixpath.join(dest, TEMPORARY_DIR)):
-        if is_dir:
+        if job_id == TRASH_DIR:
+            trash = sorted(name for name, _ in top.names(posixpath.join(dest, TEMPORARY_DIR, TRASH_DIR)))
+        elif is_dir:
             jobs.append(_inspect_job(store, config, dest, job_id))
     spill = [
         SpillFileStatus(found.path, found.job_id, found.pid, found.size)
         for found in find_spill_files(spill_directory)
         if not found.alive
     ]
-    return DestinationStatus(store.to_url(dest), jobs, _last_success(top), spill)
+    return DestinationStatus(store.to_url(dest), jobs, _last_success(top), spill, trash)
 
 
 def _gate(store: StoreOperations, config: CommitterConfig, paths: JobPaths) -> _Reads:
@@ -423,6 +429,9 @@ def format_status(status: DestinationStatus) -> str:
         if success.files is not None:
             figures = f", {success.files:,} files, {format_bytes(success.bytes or 0)}"
         lines.append(f"Last _SUCCESS: job {success.job_id}, {outcome}, {success.date}{figures} ({success.committer})")
+    if status.state_being_deleted:
+        lines.append(f"Committed jobs' state being deleted, under {TEMPORARY_DIR}/{TRASH_DIR} (not jobs in flight):")
+        lines.extend(f"  {entry}" for entry in status.state_being_deleted)
     if status.dead_spill_files:
         lines.append("Spill files of killed job commits (the next commit or abort of their job removes them):")
         lines.extend(
