@@ -15,6 +15,7 @@ import functools
 import logging
 import posixpath
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -61,7 +62,7 @@ class TaskAttempt:
     work_url: str
 
 
-class CommitterBase:
+class CommitterBase(ABC):
     """The machinery every protocol's committer shares; a subclass adds the protocol's calls as stages.
 
     Any call may run in another process or machine on a committer built with the same destination, job id and
@@ -130,11 +131,37 @@ class CommitterBase:
     def destination_url(self) -> str:
         return self._store.to_url(self.paths.dest)
 
-    # --- tasks: where an attempt writes is the protocol's; the rest is shared -----------------------------------
+    # --- the protocol's own calls (``protocols.Committer``) ---------------------------------------------------
 
+    @abstractmethod
+    def setup_job(self) -> None:
+        """Prepare the job's state; the first call of a job."""
+
+    @abstractmethod
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Prepare a task attempt's private working directory."""
+
+    @abstractmethod
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Commit one task attempt's output, as the protocol does; returns what it committed."""
+
+    @abstractmethod
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Discard a task attempt's output."""
+
+    @abstractmethod
+    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+        """Publish the job's output and return its ``_SUCCESS`` summary."""
+
+    @abstractmethod
+    def abort_job(self) -> object:
+        """Discard the job's temporary state (and, where the protocol can, what it had published)."""
+
+    @abstractmethod
     def task_work_path(self, attempt_id: str) -> str:
         """The store path of an attempt's private working directory, in the protocol's layout."""
-        raise NotImplementedError
+
+    # --- tasks ----------------------------------------------------------------------------------------------------
 
     def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
         """The ``TaskAttempt`` of ids set up elsewhere (no store call)."""
