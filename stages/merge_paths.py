@@ -158,12 +158,13 @@ class MergePathsStage(Stage[MergePathsArguments, MergePathsResult]):
             self.rename_file(source, destination)
             return
         except FileExistsError:
+            found = self.info(destination)
             if not self.config.delete_target_files:
+                what = "a directory" if found is not None and found.is_dir else "a file"
                 raise OutputConflictError(
-                    f"{self.to_url(destination)}: already exists; task {task_id} does not overwrite it "
+                    f"{self.to_url(destination)}: {what} is already there; task {task_id} does not overwrite it "
                     "(mapreduce.manifest.committer.delete.target.files=true replaces it)"
                 ) from None
-        found = self.info(destination)
         if found is not None and found.is_dir:
             self.delete_dir(destination)
         else:
