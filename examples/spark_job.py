@@ -46,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dest", default="example-output/spark-events", help="destination directory or URL")
     args = parser.parse_args(argv)
     dest = args.dest if "://" in args.dest else os.path.abspath(args.dest)
+    # Spark's Python workers run `python3` from PATH unless told otherwise; this interpreter has the library.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     spark = (
         SparkSession.builder.master("local[*]")

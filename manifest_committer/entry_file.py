@@ -3,12 +3,17 @@
 Hadoop keeps a SequenceFile for this (MAPREDUCE-7435). Here each loaded manifest becomes one length-prefixed
 orjson chunk: ``[task_attempt_id, [[source_path, dest_path, size, etag, dest_url], ...]]``. The file is
 written by one thread and read back in chunks by the rename and validation stages.
+
+The file is named ``manifest-committer-<jobId>-<pid>-<random>.entries``, so that a later job commit of the same
+job can find and remove the spill files of processes that were killed (``remove_dead_spill_files``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import struct
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +22,11 @@ from typing import NamedTuple, Self
 
 import orjson
 
+log = logging.getLogger(__name__)
+
 _LENGTH = struct.Struct("<I")
+SPILL_PREFIX = "manifest-committer-"
+SPILL_SUFFIX = ".entries"
 
 
 class FileToCommit(NamedTuple):
@@ -39,16 +48,38 @@ class EntryChunk:
     rows: list[FileToCommit]
 
 
+@dataclass(frozen=True, slots=True)
+class RenameUnit:
+    """Consecutive rows in task attempt id order, starting at row ``start`` of attempt ``task_attempt_id``: the
+    unit a job commit journals.
+
+    Its key depends only on the accepted manifests and the unit size, never on the order they were loaded in,
+    so a rerun of a job commit, or an abort, finds the records an earlier run wrote for the same rows.
+    """
+
+    task_attempt_id: str
+    start: int
+    rows: list[FileToCommit]
+
+    @property
+    def key(self) -> str:
+        return f"{self.task_attempt_id}-{self.start}"
+
+
 class EntryFile:
     """Append chunks, then iterate them any number of times; the file is removed on ``close``."""
 
-    def __init__(self, directory: str | None = None) -> None:
-        handle, self.path = tempfile.mkstemp(prefix="manifest-committer-", suffix=".entries", dir=directory)
+    def __init__(self, directory: str | None = None, job_id: str = "job") -> None:
+        prefix = f"{SPILL_PREFIX}{job_id}-{os.getpid()}-"
+        handle, self.path = tempfile.mkstemp(prefix=prefix, suffix=SPILL_SUFFIX, dir=directory)
         self._writer = os.fdopen(handle, "wb")
+        self._chunk_offsets: list[tuple[str, int]] = []
+        """Each chunk's task attempt id and offset: one pair per manifest, for reading in a stable order."""
         self.file_count = 0
         self.total_size = 0
 
     def append(self, task_attempt_id: str, rows: list[FileToCommit]) -> None:
+        self._chunk_offsets.append((task_attempt_id, self._writer.tell()))
         data = orjson.dumps([task_attempt_id, rows], default=tuple)  # a NamedTuple is written as its fields
         self._writer.write(_LENGTH.pack(len(data)))
         self._writer.write(data)
@@ -77,6 +108,30 @@ class EntryFile:
         if pending:
             yield pending
 
+    def units(self, unit_size: int) -> Iterator[RenameUnit]:
+        """Rows in slices of ``unit_size``, the chunks taken in task attempt id order (not the order loaded).
+
+        A unit may span the end of one attempt's rows and the start of the next, so many small tasks still
+        make few units.
+        """
+        self._writer.flush()
+        pending: list[FileToCommit] = []
+        first: tuple[str, int] | None = None
+        with open(self.path, "rb") as reader:
+            for task_attempt_id, offset in sorted(self._chunk_offsets):
+                reader.seek(offset)
+                (length,) = _LENGTH.unpack(reader.read(_LENGTH.size))
+                _, rows = orjson.loads(reader.read(length))
+                for index, row in enumerate(rows):
+                    if first is None:
+                        first = (task_attempt_id, index)
+                    pending.append(FileToCommit._make(row))
+                    if len(pending) >= unit_size:
+                        yield RenameUnit(first[0], first[1], pending)
+                        pending, first = [], None
+        if first is not None:
+            yield RenameUnit(first[0], first[1], pending)
+
     def close(self) -> None:
         self._writer.close()
         with contextlib.suppress(FileNotFoundError):
@@ -87,3 +142,40 @@ class EntryFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _process_is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def remove_dead_spill_files(directory: str | None, job_id: str) -> list[str]:
+    """Remove the spill files of ``job_id`` left by processes that no longer run; return their paths.
+
+    A killed job commit cannot remove its own spill file. The pid in the name tells a dead process's file from
+    one in use: a live pid's file (this process's too) is never touched; a reused pid only keeps a file longer.
+    The random part of a name never holds ``-``, so job ``a`` never matches the files of job ``a-1``.
+    """
+    folder = directory or tempfile.gettempdir()
+    pattern = re.compile(re.escape(f"{SPILL_PREFIX}{job_id}-") + r"(\d+)-[^-]+" + re.escape(SPILL_SUFFIX) + r"\Z")
+    removed: list[str] = []
+    try:
+        names = os.listdir(folder)
+    except OSError as error:
+        log.warning("Cannot list %s for spill files of dead job commits: %s", folder, error)
+        return removed
+    for name in names:
+        match = pattern.match(name)
+        if match is None or _process_is_alive(int(match.group(1))):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed.append(path)
+            log.info("Removed %s, the spill file of a job commit of %s that was killed", path, job_id)
+    return removed

@@ -13,6 +13,8 @@ from .success_data import SUCCESS_MARKER
 TEMPORARY_DIR = "_temporary"
 COMMIT_STARTED_MARKER = "commit-started"
 COMMIT_FINISHED_MARKER = "commit-finished"
+JOURNAL_DIR = "journal"
+PREVIOUS_SUCCESS = "previous-" + SUCCESS_MARKER
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*\Z")
 
 
@@ -72,14 +74,26 @@ class JobPaths:
 
     @property
     def commit_started_path(self) -> str:
-        """Written before a job commit first changes the destination, so abort knows there may be work to undo."""
+        """What a job commit accepted, written before it first changes the destination: a rerun commits exactly
+        that, and abort reverts exactly that."""
         return posixpath.join(self.job_attempt_dir, COMMIT_STARTED_MARKER)
 
     @property
     def commit_finished_path(self) -> str:
-        """Written once the output is complete (and ``_SUCCESS`` saved), so abort never reverts a committed job,
-        even without ``_SUCCESS`` or after another job replaced it."""
+        """The job's summary, written once the output is complete (and ``_SUCCESS`` saved), so abort never
+        reverts a committed job, even without ``_SUCCESS`` or after another job replaced it; deleted last."""
         return posixpath.join(self.job_attempt_dir, COMMIT_FINISHED_MARKER)
+
+    @property
+    def journal_dir(self) -> str:
+        """The job commit's write-ahead records of what it changes in the destination (``stages/journal.py``)."""
+        return posixpath.join(self.job_attempt_dir, JOURNAL_DIR)
+
+    @property
+    def previous_success_path(self) -> str:
+        """Where a job commit keeps the ``_SUCCESS`` it replaces, so an abort before the commit point can put it
+        back."""
+        return posixpath.join(self.job_attempt_dir, PREVIOUS_SUCCESS)
 
     def task_attempt_dir(self, task_attempt_id: str) -> str:
         return posixpath.join(self.task_attempts_dir, task_attempt_id)

@@ -20,9 +20,10 @@ Job side
     ``commit_job``          CommitJobStage           all of the job side, in that order
     ``abort_job``           AbortJobStage            undo an interrupted commit, then clean up
 
-Shared: ``base`` (the stage base: run-once, timing, the gate every store call passes through) and
-``job_types`` (what one stage hands another). This folder installs as ``manifest_committer.stages``; it is
-never a top-level package of its own.
+Shared: ``base`` (the stage base: run-once, timing, the gate every store call passes through),
+``journal`` (the job commit's write-ahead records: the one place that decides whether a destination file is
+this job's) and ``job_types`` (what one stage hands another). This folder installs as
+``manifest_committer.stages``; it is never a top-level package of its own.
 """
 
 from __future__ import annotations

@@ -5,14 +5,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..entry_file import FileToCommit
-from ..errors import ManifestError
-from ..manifest import EntryStatus
+from ..entry_file import RenameUnit, remove_dead_spill_files
+from ..errors import JobStateError, ManifestError
 from ..parallel import run_bounded
 from ..statistic_names import JOB_STAGE_ABORT
-from ..success_data import SuccessData
 from .base import Stage
 from .cleanup import CleanupArguments, CleanupResult, CleanupStage
+from .journal import CommitRecord, Evidence, Journal, JournalRun, committed_summary, evidence, read_commit_record
 from .load_manifests import LoadManifestsArguments, LoadManifestsStage
 
 log = logging.getLogger(__name__)
@@ -31,65 +30,61 @@ class AbortJobResult:
 
 
 class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
-    """Remove the files an interrupted ``commit_job`` had moved, the directories it made, then this job's
-    temporary directory.
+    """Undo an interrupted ``commit_job`` from its own records, then delete this job's temporary directory.
 
-    A file counts as moved by this job when its source is gone and the destination holds a file of the
-    manifest's size (and etag): on an atomic-rename store only this job's rename can have done that. A job
-    whose commit finished (its ``commit-finished`` marker or its ``_SUCCESS`` is in place) is not reverted.
+    What to undo comes from the journal (``stages/journal.py``), never from sizes: the attempts recorded in
+    ``commit-started`` (an extra manifest in ``manifests/`` changes nothing), the files the journal shows this
+    job moved (deleted again), the directories it recorded creating (removed if empty, deepest first), and the
+    ``_SUCCESS`` it moved aside (put back). A user's file, even one of the same size at a destination of the
+    job, is never touched. Files deleted under ``delete.target.files`` ("replace") cannot come back.
+    A job past its commit point (``commit-finished``, or its ``_SUCCESS`` in place) is not reverted.
     Cleanup errors are logged, not raised, as in Hadoop, so an abort never hides the failure that caused it.
-    Repeatable: a second abort finds nothing and succeeds.
+    Repeatable, and safe to kill: ``commit-started`` goes only once the destination is as before the job;
+    a second abort then finds nothing to undo and succeeds.
     """
 
     name = JOB_STAGE_ABORT
 
     def execute(self, arguments: AbortJobArguments) -> AbortJobResult:
+        remove_dead_spill_files(arguments.spill_directory, self.paths.job_id)
         reverted = removed = 0
-        if self.info(self.paths.commit_started_path) is not None and not self._committed():
-            reverted, removed = self._revert(arguments)
+        record = read_commit_record(self)
+        if record is not None and committed_summary(self) is None:
+            reverted, removed = self._revert(arguments, record)
+            self.delete_file(self.paths.commit_started_path)  # nothing of this commit is left to undo
         cleanup = CleanupStage(self.context).apply(CleanupArguments.from_config(self.config, suppress_errors=True))
         self.context.active_stage = self.name
         return AbortJobResult(reverted, removed, cleanup)
 
-    def _committed(self) -> bool:
-        if self.info(self.paths.commit_finished_path) is not None:
-            return True
-        if self.info(self.paths.success_path) is None:
-            return False
-        try:
-            success = SuccessData.from_json(
-                self.read_bytes(self.paths.success_path), self.to_url(self.paths.success_path)
-            )
-        except ManifestError:
-            return False
-        return success.success and success.job_id == self.paths.job_id
-
-    def _revert(self, arguments: AbortJobArguments) -> tuple[int, int]:
-        try:
-            loaded = LoadManifestsStage(self.context).apply(LoadManifestsArguments(arguments.spill_directory))
-        except ManifestError as error:
-            # Job commit checks every manifest before its first rename, so with a bad manifest it moved nothing.
-            log.warning("Not reverting job %s: its manifests are unusable (%s)", self.paths.job_id, error)
-            return 0, 0
+    def _revert(self, arguments: AbortJobArguments, record: CommitRecord) -> tuple[int, int]:
+        journal = Journal(self, JournalRun.abort(self, record.unit_size))
         reverted = 0
 
         def absorb(count: int) -> None:
             nonlocal reverted
             reverted += count
 
-        with loaded.entry_file:
-            run_bounded(
-                self.context.pool,
-                loaded.entry_file.batches(self.config.rename_batch_size),
-                self._revert_batch,
-                max_in_flight=self.context.max_in_flight,
-                on_result=absorb,
+        try:
+            loaded = LoadManifestsStage(self.context).apply(
+                LoadManifestsArguments(arguments.spill_directory, record.accepted)
             )
+        except (ManifestError, JobStateError) as error:
+            # Job commit checked every manifest before its first rename; one damaged since cannot be reverted.
+            log.warning("Not reverting the files of job %s: its manifests are unusable (%s)", self.paths.job_id, error)
+        else:
+            with loaded.entry_file:
+                run_bounded(
+                    self.context.pool,
+                    loaded.entry_file.units(journal.unit_size),
+                    lambda unit: self._revert_unit(journal, unit),
+                    max_in_flight=self.context.max_in_flight,
+                    on_result=absorb,
+                )
         removed = 0
-        made_by_job = [d for d in loaded.directories if d.status != EntryStatus.DIR]
-        for directory in sorted(made_by_job, key=lambda d: -d.level):
-            if self.remove_empty_dir(directory.path):
+        for directory in sorted(journal.created_directories(), key=lambda path: (-path.count("/"), path)):
+            if self.remove_empty_dir(directory):
                 removed += 1
+        self._restore_previous_success()
         log.info(
             "%s: reverted %d files and %d directories of job %s",
             self.name,
@@ -99,13 +94,27 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         )
         return reverted, removed
 
-    def _revert_batch(self, rows: list[FileToCommit]) -> int:
+    def _revert_unit(self, journal: Journal, unit: RenameUnit) -> int:
+        history = journal.history(unit)
+        if not history.touched:
+            return 0  # no run ever began this unit
         count = 0
-        for source, dest, size, etag, dest_url in rows:
-            if self.info(source) is not None:
-                continue  # never moved
-            if self.holds_entry(self.info(dest), size, etag):
-                self.delete_file(dest)
-                log.debug("Reverted %s", dest_url)
+        for index, row in enumerate(unit.rows):
+            ours = history.recorded_ours(index) or (
+                history.in_doubt(index) and evidence(self, row) is not Evidence.NONE
+            )
+            if ours and self.delete_file(row.dest):
+                log.debug("Reverted %s", row.dest_url)
                 count += 1
         return count
+
+    def _restore_previous_success(self) -> None:
+        """Put back the ``_SUCCESS`` that the commit moved aside, unless another has been written since."""
+        aside, success = self.paths.previous_success_path, self.paths.success_path
+        if self.info(aside) is None:
+            return
+        if self.info(success) is not None:
+            log.warning("Not restoring %s: %s was written since", self.to_url(aside), self.to_url(success))
+            return
+        self.rename_file(aside, success)
+        log.info("Restored the earlier %s", self.to_url(success))

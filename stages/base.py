@@ -214,11 +214,3 @@ class Stage(ABC, Generic[ArgT, ResultT]):
                     self.rename_file(temp, final, retry=False)
 
         self.context.save_retry.call(attempt, f"{statistic} {final}")
-
-    def holds_entry(self, found: FileStatus | None, size: int, etag: str | None) -> bool:
-        """Does a destination hold the manifest's file: same size, and same etag where the store keeps one?"""
-        if found is None or found.is_dir or found.size != size:
-            return False
-        if etag is not None and found.etag is not None and self.capabilities.etags_preserved_in_rename:
-            return found.etag == etag
-        return True

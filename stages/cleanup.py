@@ -51,6 +51,10 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
     """Delete ``_temporary/$jobId`` (task attempt directories first, in parallel, where asked), then
     ``_temporary`` itself only if no other job uses it.
 
+    The ``commit-finished`` record goes last: when the job attempt holds one, everything else in it (task
+    attempts, manifests, the journal, ``commit-started``) is deleted first, one call each, and the record only
+    with the job directory itself. So a kill at any point leaves the record while anything it protects is left,
+    and a rerun of ``commit_job`` that finds it finishes the cleanup instead of committing again.
     Hadoop deletes all of ``_temporary`` (its defect D10), which breaks concurrent jobs into one destination.
     Postcondition: no state of this job is left, unless the outcome is ``FAILURE``.
     """
@@ -68,7 +72,11 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         error: BaseException | None = None
         job_dir_deleted = False
         try:
-            if arguments.parallel:
+            if self.info(self.paths.commit_finished_path) is not None:
+                calls += self._delete_all_but_the_commit_record(arguments.parallel)
+                if arguments.parallel:
+                    outcome = CleanupOutcome.PARALLEL_DELETE
+            elif arguments.parallel:
                 if arguments.base_first:
                     calls += 1
                     try:
@@ -90,6 +98,16 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
             if not arguments.suppress_errors:
                 raise
         return CleanupResult(outcome, calls, error)
+
+    def _delete_all_but_the_commit_record(self, parallel: bool) -> int:
+        calls = self._delete_task_attempts_in_parallel() if parallel else 0
+        attempt_dir = self.paths.job_attempt_dir
+        record = self.paths.commit_finished_path.rstrip("/")
+        for status in sorted(self.list_dir(attempt_dir), key=lambda s: s.path):
+            if status.path.rstrip("/") != record:
+                calls += 1
+                self.delete_dir(status.path)
+        return calls
 
     def _delete_task_attempts_in_parallel(self) -> int:
         try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import fsspec
 
-from ..errors import ManifestError
+from ..entry_file import remove_dead_spill_files
 from ..parallel import run_bounded
 from ..statistic_names import (
     COMMITTER_BYTES_COMMITTED,
@@ -24,8 +24,16 @@ from ..success_data import DIAGNOSTIC_MANIFESTS, SuccessData
 from .base import Stage
 from .cleanup import CleanupArguments, CleanupResult, CleanupStage
 from .create_directories import CreateDirectoriesArguments, CreateDirectoriesStage
+from .journal import (
+    CommitRecord,
+    JournalRun,
+    check_accepted,
+    committed_summary,
+    read_commit_record,
+    write_commit_record,
+)
 from .load_manifests import LoadManifestsArguments, LoadManifestsResult, LoadManifestsStage
-from .rename_files import RenameFilesArguments, RenameFilesResult, RenameFilesStage
+from .rename_files import RenameFilesArguments, RenameFilesResult, RenameFilesStage, unit_size
 from .save_success import SaveSuccessArguments, SaveSuccessStage
 from .validate_output import ValidateOutputArguments, ValidateOutputStage
 
@@ -49,28 +57,46 @@ class CommitJobResult:
 
 
 class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
-    """Load and check all manifests; create directories; rename files; validate; save ``_SUCCESS``; clean up.
+    """Load and check the manifests; record what is accepted; create directories; rename files; validate;
+    save ``_SUCCESS``; record the finish; clean up.
 
-    Nothing in the destination changes until every manifest has been loaded and checked. Repeatable: after a
-    crash at any point, running it again finishes the job (files already in place count as done), and once
-    ``_SUCCESS`` of this job exists and its state is gone, a rerun returns that summary.
+    Nothing in the destination changes until every manifest has been loaded and checked and ``commit-started``
+    records the accepted attempts. Every change after that is journaled (``stages/journal.py``), so the
+    commit is repeatable: after a crash at any point, running it again commits exactly the same attempts,
+    counting the files the journal shows in place as done; and once the commit point has passed (this job's
+    ``_SUCCESS``, or its ``commit-finished`` record, in place), a rerun only finishes the cleanup and returns
+    the recorded summary. After the commit point, a failing cleanup never makes an abort revert the output.
     """
 
     name = COMMITTER_COMMIT_JOB
 
     def execute(self, arguments: CommitJobArguments) -> CommitJobResult:
-        finished = self._already_finished()
+        remove_dead_spill_files(arguments.spill_directory, self.paths.job_id)
+        finished = self._recorded_finish()
         if finished is not None:
-            log.info("%s: job %s was already committed; nothing to do", self.name, self.paths.job_id)
-            return CommitJobResult(finished, 0, 0, None, already_committed=True)
+            log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
+            cleanup = self._cleanup()
+            return CommitJobResult(finished, 0, 0, cleanup, already_committed=True)
 
-        loaded = LoadManifestsStage(self.context).apply(
-            LoadManifestsArguments(arguments.spill_directory, arguments.accepted_attempts)
-        )
+        started = read_commit_record(self)
+        accepted = arguments.accepted_attempts
+        if started is not None:
+            check_accepted(self, started, accepted)
+            accepted = started.accepted
+        loaded = LoadManifestsStage(self.context).apply(LoadManifestsArguments(arguments.spill_directory, accepted))
         with loaded.entry_file:
-            self.write_bytes(self.paths.commit_started_path, b"")
-            CreateDirectoriesStage(self.context).apply(CreateDirectoriesArguments(loaded.directories))
-            renamed = RenameFilesStage(self.context).apply(RenameFilesArguments(loaded.entry_file))
+            if started is None:
+                record = CommitRecord(
+                    self.paths.job_id,
+                    dict(zip(loaded.task_ids, loaded.task_attempt_ids, strict=True)),
+                    unit_size(self.config, loaded.file_count),
+                )
+                write_commit_record(self, record)  # before the destination first changes
+                journal = JournalRun.first(record.unit_size)
+            else:
+                journal = JournalRun.rerun(self, started.unit_size)
+            CreateDirectoriesStage(self.context).apply(CreateDirectoriesArguments(loaded.directories, journal))
+            renamed = RenameFilesStage(self.context).apply(RenameFilesArguments(loaded.entry_file, journal))
             self._set_job_counters(loaded, renamed)
             if self.config.validate_output:
                 ValidateOutputStage(self.context).apply(ValidateOutputArguments(loaded.entry_file))
@@ -83,14 +109,22 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
                 success.diagnostics[DIAGNOSTIC_MANIFESTS] = kept
         success.iostatistics = self.stats.snapshot()
         if self.config.mark_successful_jobs:
-            SaveSuccessStage(self.context).apply(SaveSuccessArguments(success))
-        self.write_bytes(self.paths.commit_finished_path, b"")
+            SaveSuccessStage(self.context).apply(SaveSuccessArguments(success))  # the commit point
+        # The record of the finish, holding the summary: the commit point without _SUCCESS, and what a rerun
+        # returns. Deleted last by cleanup.
+        self.write_bytes(self.paths.commit_finished_path, success.to_json())
 
+        cleanup = self._cleanup()
+        return CommitJobResult(success, loaded.manifest_count, renamed.files_committed, cleanup)
+
+    def _cleanup(self) -> CleanupResult:
+        """After the commit point: a failure is raised unless ``cleanup-failures.ignored``, but the record of
+        the finish outlives everything else, so neither a rerun nor an abort can undo the output."""
         cleanup = CleanupStage(self.context).apply(
             CleanupArguments.from_config(self.config, suppress_errors=self.config.cleanup_failures_ignored)
         )
         self.context.active_stage = self.name
-        return CommitJobResult(success, loaded.manifest_count, renamed.files_committed, cleanup)
+        return cleanup
 
     def _set_job_counters(self, loaded: LoadManifestsResult, renamed: RenameFilesResult) -> None:
         # Set, not summed: the task statistics merged from the manifests count the same files already.
@@ -98,20 +132,10 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         self.stats.set_counter(COMMITTER_BYTES_COMMITTED, renamed.bytes_committed)
         self.stats.set_counter(COMMITTER_TASKS_COMPLETED, loaded.manifest_count)
 
-    def _already_finished(self) -> SuccessData | None:
-        """This job's ``_SUCCESS``, if the job was committed and its temporary state is gone."""
-        if self.info(self.paths.manifest_dir) is not None:
-            return None
-        if self.info(self.paths.success_path) is None:
-            return None
-        url = self.to_url(self.paths.success_path)
-        try:
-            success = SuccessData.from_json(self.read_bytes(self.paths.success_path), url)
-        except ManifestError:
-            return None
-        if success.success and success.job_id == self.paths.job_id:
-            return success
-        return None
+    def _recorded_finish(self) -> SuccessData | None:
+        """The summary of this job if its commit point has passed: its ``commit-finished`` record, or else its
+        ``_SUCCESS`` in place (a kill between the two, or the job's state already gone)."""
+        return committed_summary(self)
 
     def _keep_manifests(self, directory: str) -> str | None:
         """Copy the manifests to ``<directory>/<jobId>/`` for later diagnosis.

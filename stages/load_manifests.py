@@ -116,7 +116,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         self._admission = JobAdmission(self.paths)
         if self._accepted is not None:
             manifests = self._only_accepted(manifests, self._accepted)
-        entry_file = EntryFile(arguments.spill_directory)
+        entry_file = EntryFile(arguments.spill_directory, self.paths.job_id)
         result = LoadManifestsResult(entry_file, [])
         directories: dict[str, TargetDirectory] = {}
         dest_hashes = DuplicateHashes(os.path.dirname(entry_file.path))

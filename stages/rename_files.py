@@ -9,7 +9,8 @@ import posixpath
 import time
 from dataclasses import dataclass, field
 
-from ..entry_file import EntryFile, FileToCommit
+from ..config import CommitterConfig
+from ..entry_file import EntryFile, FileToCommit, RenameUnit
 from ..errors import CommitterError, OutputConflictError
 from ..iostatistics import DurationAccumulator
 from ..parallel import run_bounded
@@ -24,6 +25,7 @@ from ..statistic_names import (
 )
 from ..success_data import SUCCESS_FILENAME_LIMIT
 from .base import Stage
+from .journal import Evidence, Journal, JournalRun, evidence
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +36,7 @@ class RenameOutcome(enum.Enum):
     RENAMED = "renamed"
     """This call moved it."""
     ALREADY_COMMITTED = "already committed"
-    """An earlier, interrupted job commit had moved it."""
+    """An earlier, interrupted run of this job commit had moved it (as its journal shows)."""
     RECOVERED = "recovered"
     """A rename that failed (or half-finished) had in fact taken effect; settled from evidence."""
 
@@ -42,6 +44,9 @@ class RenameOutcome(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class RenameFilesArguments:
     entry_file: EntryFile
+    journal: JournalRun
+    """Which run of the job commit this is: where each unit's renames are recorded, and what to read of the
+    runs before."""
 
 
 @dataclass(slots=True)
@@ -64,16 +69,32 @@ class _BatchResult:
     durations: DurationAccumulator = field(default_factory=lambda: DurationAccumulator(COMMIT_FILE_RENAME))
 
 
-class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
-    """Rename each file from its task attempt directory to its destination.
+class _NotMovableError(Exception):
+    """A row this job certainly did not move (a conflict, a missing source): the unit's record says so."""
 
-    A rename never replaces what it finds (the store's ``rename_file`` refuses), so the slow path handles the
-    exceptions: a file already at its destination with the manifest's size (and etag) while the source is gone
-    is this job's own, from an earlier interrupted commit, and counts as done; anything else there is a
-    conflict, unless ``delete.target.files`` says to replace it. A vanished parent directory is recreated.
-    Transient store errors are retried inside the unit of work, and a rename that took effect before its
-    error is recognised as ``commit_file_rename_recovered``. Postcondition: every listed file is at its
-    destination and no longer at its source.
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def unit_size(config: CommitterConfig, file_count: int) -> int:
+    """Rows per unit of renames: several per thread, large enough to amortise the pool and the journal."""
+    per_thread = file_count // (config.io_threads * 4) + 1
+    return max(1, min(config.rename_batch_size, per_thread))
+
+
+class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
+    """Rename each file from its task attempt directory to its destination, one journaled unit at a time.
+
+    A rename never replaces what it finds (the store's ``rename_file`` refuses). Whether a file already at a
+    destination is this job's is decided by the journal (``stages/journal.py``), never by its size: rows that an
+    earlier run recorded as moved count as done without a store call; rows in doubt (that run died mid-unit)
+    count as done if the evidence shows this job's rename took effect; anything else at a destination is a
+    conflict, unless ``delete.target.files`` says to replace it, and a missing source is an error. A vanished
+    parent directory is recreated. Transient store errors are retried inside the unit of work, and a rename
+    that took effect before its error is recognised as ``commit_file_rename_recovered``.
+    Postcondition: every listed file is at its destination, no longer at its source, and recorded as this
+    job's; on failure, each unit's record says which of its rows moved.
     """
 
     name = JOB_STAGE_RENAME_FILES
@@ -81,6 +102,7 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
     def execute(self, arguments: RenameFilesArguments) -> RenameFilesResult:
         result = RenameFilesResult()
         smallest: list[str] = []
+        journal = Journal(self, arguments.journal)
 
         def absorb(batch: _BatchResult) -> None:
             nonlocal smallest
@@ -91,12 +113,11 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             self.stats.add_accumulator(batch.durations)
             smallest = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, smallest + batch.filenames)
 
-        batch_size = self._batch_size(arguments.entry_file.file_count)
         try:
             run_bounded(
                 self.context.pool,
-                arguments.entry_file.batches(batch_size),
-                self._rename_batch,
+                arguments.entry_file.units(journal.unit_size),
+                lambda unit: self._rename_unit(journal, unit),
                 max_in_flight=self.context.max_in_flight,
                 on_result=absorb,
             )
@@ -110,54 +131,87 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             log.warning("%s: %d renames failed but had taken effect; recovered", self.name, result.recovered)
         return result
 
-    def _batch_size(self, file_count: int) -> int:
-        # Small enough that every thread gets several batches, large enough to amortise the pool's overhead.
-        per_thread = file_count // (self.config.io_threads * 4) + 1
-        return max(1, min(self.config.rename_batch_size, per_thread))
-
-    def _rename_batch(self, rows: list[FileToCommit]) -> _BatchResult:
+    def _rename_unit(self, journal: Journal, unit: RenameUnit) -> _BatchResult:
         batch = _BatchResult()
+        rows = unit.rows
+        history = journal.history(unit)
+        if history.ours_below >= len(rows):  # all moved by an earlier run: nothing to do, nothing to record
+            for row in rows:
+                batch.files += 1
+                batch.bytes += row.size
+                batch.filenames.append(row.dest_url)
+            batch.already_committed = len(rows)
+            batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, batch.filenames)
+            return batch
+        journal.begin(unit)
         rename = self.rename_file_fast
         durations = batch.durations
         clock = time.perf_counter
-        for row in rows:
-            source, dest = row.source, row.dest
-            start = clock()
-            try:
-                rename(source, dest)
-            except Exception as error:
-                try:
-                    outcome = self._rename_slow_path(row, error)
-                except BaseException:
-                    durations.failures += 1
-                    self.stats.add_accumulator(durations)  # the batch's result is lost with the error
-                    raise
-                durations.record(int((clock() - start) * 1000))
-                if outcome is RenameOutcome.ALREADY_COMMITTED:
+        index = 0
+        try:
+            for index, row in enumerate(rows):
+                if history.recorded_ours(index):
                     batch.already_committed += 1
-                elif outcome is RenameOutcome.RECOVERED:
-                    batch.recovered += 1
-            else:
-                durations.record(int((clock() - start) * 1000))
-            batch.files += 1
-            batch.bytes += row.size
-            batch.filenames.append(row.dest_url)
+                else:
+                    start = clock()
+                    try:
+                        rename(row.source, row.dest)
+                    except Exception as error:
+                        try:
+                            outcome = self._rename_slow_path(row, error, history.in_doubt(index))
+                        except BaseException:
+                            durations.failures += 1
+                            self.stats.add_accumulator(durations)  # the batch's result is lost with the error
+                            raise
+                        durations.record(int((clock() - start) * 1000))
+                        if outcome is RenameOutcome.ALREADY_COMMITTED:
+                            batch.already_committed += 1
+                        elif outcome is RenameOutcome.RECOVERED:
+                            batch.recovered += 1
+                    else:
+                        durations.record(int((clock() - start) * 1000))
+                batch.files += 1
+                batch.bytes += row.size
+                batch.filenames.append(row.dest_url)
+        except _NotMovableError as failure:
+            self._finish_after_failure(journal, unit, index, not_movable=True)
+            raise failure.error from failure.__cause__
+        except BaseException:
+            self._finish_after_failure(journal, unit, index, not_movable=False)
+            raise
+        journal.finish(unit, len(rows))
         batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, batch.filenames)
         return batch
 
-    def _rename_slow_path(self, row: FileToCommit, error: Exception) -> RenameOutcome:
-        """Settle a rename that raised, or raise."""
+    def _finish_after_failure(self, journal: Journal, unit: RenameUnit, index: int, *, not_movable: bool) -> None:
+        """Record how far a failed unit got; a failure to record is logged, so the original error is raised."""
+        try:
+            journal.finish(unit, index, not_movable=not_movable)
+        except Exception as error:
+            log.warning(
+                "Could not record the renames of unit %s of job %s (they stay in doubt): %s",
+                unit.key,
+                self.paths.job_id,
+                error,
+            )
+
+    def _rename_slow_path(self, row: FileToCommit, error: Exception, in_doubt: bool) -> RenameOutcome:
+        """Settle a rename that raised, or raise (``_NotMovableError`` when the row was certainly not moved)."""
         source, dest = row.source, row.dest
         if isinstance(error, FileExistsError):
-            return self._resolve_existing(row)
+            return self._resolve_existing(row, in_doubt)
         if isinstance(error, FileNotFoundError):
             if self.info(source) is None:
-                if self.holds_entry(self.info(dest), row.size, row.etag):
-                    log.debug("%s: already committed by an earlier job commit", row.dest_url)
+                if in_doubt and evidence(self, row) is Evidence.MOVED:
+                    log.debug("%s: already committed by an earlier run of this job commit", row.dest_url)
                     return RenameOutcome.ALREADY_COMMITTED
-                raise CommitterError(
-                    f"{row.dest_url}: cannot commit: source {self.to_url(source)} is missing and the destination "
-                    "does not hold the file (was the task attempt directory deleted?)"
+                found = self.info(dest)
+                held = "nothing" if found is None else ("a directory" if found.is_dir else "a file it did not put")
+                raise _NotMovableError(
+                    CommitterError(
+                        f"{row.dest_url}: cannot commit: source {self.to_url(source)} is missing and the "
+                        f"destination holds {held} (was the task attempt directory deleted?)"
+                    )
                 ) from error
             # The source is there, so the destination's parent is not: a directory that vanished after task
             # commit (Hadoop trusts the task's view and fails here).
@@ -173,11 +227,10 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         outcome = RenameOutcome.RENAMED
 
         def attempt() -> None:
-            # One unit, retried as a whole: the calls inside are tried once each.
+            # One unit, retried as a whole: the calls inside are tried once each. This process issued the
+            # failed rename, so the row is in doubt and the evidence decides.
             nonlocal outcome
-            if self.info(source, retry=False) is None and self.holds_entry(
-                self.info(dest, retry=False), row.size, row.etag
-            ):
+            if evidence(self, row, retry=False) is Evidence.MOVED:
                 outcome = RenameOutcome.RECOVERED  # the failed call had moved the file
                 return
             self.rename_file(source, dest, retry=False)
@@ -187,35 +240,37 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         try:
             self.context.store_retry.call(attempt, f"{OP_RENAME} {dest}")
         except FileExistsError:
-            return self._resolve_existing(row)
+            return self._resolve_existing(row, in_doubt=True)
         return outcome
 
-    def _resolve_existing(self, row: FileToCommit) -> RenameOutcome:
+    def _resolve_existing(self, row: FileToCommit, in_doubt: bool) -> RenameOutcome:
         source, dest = row.source, row.dest
         found = self.info(dest)
         if found is None:  # gone in between; try again once
             self.rename_file(source, dest)
             return RenameOutcome.RENAMED
-        source_status = self.info(source)
-        if source_status is None:
-            if self.holds_entry(found, row.size, row.etag):
+        if in_doubt:
+            proof = evidence(self, row)
+            if proof is Evidence.MOVED:
                 return RenameOutcome.ALREADY_COMMITTED
-        elif (
-            not self.capabilities.atomic_rename
-            and self.holds_entry(found, row.size, row.etag)
-            and self.same_content(source_status, found)
-        ):
-            # A copy-then-delete rename that copied but did not delete: finish it.
-            self.delete_file(source)
-            return RenameOutcome.RECOVERED
+            if proof is Evidence.COPIED:
+                # A copy-then-delete rename of this job that copied but did not delete: finish it.
+                self.delete_file(source)
+                return RenameOutcome.RECOVERED
         if not self.config.delete_target_files:
             what = "a directory" if found.is_dir else f"a file of {found.size} bytes"
-            raise OutputConflictError(
-                f"{row.dest_url}: destination already holds {what} that this job did not write; "
-                "nothing was overwritten (set mapreduce.manifest.committer.delete.target.files=true to replace it)"
+            raise _NotMovableError(
+                OutputConflictError(
+                    f"{row.dest_url}: destination already holds {what} that this job did not write; "
+                    "nothing was overwritten (set mapreduce.manifest.committer.delete.target.files=true to "
+                    "replace it)"
+                )
             )
-        if source_status is None:
-            raise CommitterError(f"{row.dest_url}: cannot commit: source {self.to_url(source)} is missing")
+        if self.info(source) is None:
+            missing = f"{row.dest_url}: cannot commit: source {self.to_url(source)} is missing"
+            raise _NotMovableError(CommitterError(missing))
+        # delete.target.files means "replace": the file found is deleted for good, even if the job aborts.
+        log.info("Replacing %s (delete.target.files)", row.dest_url)
         if found.is_dir:
             self.delete_dir(dest)
         else:

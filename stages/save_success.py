@@ -1,12 +1,15 @@
-"""SaveSuccess: write the ``_SUCCESS`` summary by temp file and rename, the job's visible commit point."""
+"""SaveSuccess: put this job's ``_SUCCESS`` summary in place, the job's visible commit point."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
-from ..statistic_names import JOB_STAGE_SAVE_SUCCESS_MARKER, TASK_STAGE_SAVE_SUMMARY_FILE
+from ..statistic_names import COMMIT_FILE_RENAME, JOB_STAGE_SAVE_SUCCESS_MARKER, TASK_STAGE_SAVE_SUMMARY_FILE
 from ..success_data import SuccessData
 from .base import Stage
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,19 +23,36 @@ class SaveSuccessResult:
 
 
 class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
-    """Save to ``<job attempt dir>/_SUCCESS.tmp``, then rename over ``$dest/_SUCCESS`` (retried).
+    """Save to ``<job attempt dir>/_SUCCESS.tmp``; move any existing ``_SUCCESS`` aside to
+    ``<job attempt dir>/previous-_SUCCESS``; rename ours into place.
 
+    Never delete-then-rename: until ours is in place, the earlier ``_SUCCESS`` is either in the destination or
+    kept in the job attempt directory, where an abort puts it back (``AbortJobStage``). A rerun after a kill
+    in between finds the earlier one kept and only renames ours in.
     Precondition: every file is committed (and validated, if asked). Postcondition: ``_SUCCESS`` is this
-    job's complete summary; readers never see a half-written one.
+    job's complete summary (the commit point); readers never see a half-written one.
     """
 
     name = JOB_STAGE_SAVE_SUCCESS_MARKER
 
     def execute(self, arguments: SaveSuccessArguments) -> SaveSuccessResult:
-        self.save_file_atomically(
-            arguments.success.to_json,
-            self.paths.temp_success_path,
-            self.paths.success_path,
-            TASK_STAGE_SAVE_SUMMARY_FILE,
-        )
-        return SaveSuccessResult(self.paths.success_path)
+        paths = self.paths
+        temp, final, aside = paths.temp_success_path, paths.success_path, paths.previous_success_path
+
+        def attempt() -> None:
+            # Retried as a whole up to manifest.save.attempts times; each step is safe to repeat.
+            with self.stats.track(TASK_STAGE_SAVE_SUMMARY_FILE):
+                self.delete_dir(temp, retry=False)  # a leftover of an earlier run: a file, or even a directory
+                self.write_bytes(temp, arguments.success.to_json(), retry=False)
+                with self.stats.track(COMMIT_FILE_RENAME):
+                    if self.info(final, retry=False) is not None:
+                        if self.info(aside, retry=False) is None:
+                            log.info("Keeping the earlier %s as %s", self.to_url(final), self.to_url(aside))
+                            self.rename_file(final, aside, retry=False)
+                        else:
+                            # An earlier run (or attempt) of this commit already kept the older one.
+                            self.delete_file(final, retry=False)
+                    self.rename_file(temp, final, retry=False)
+
+        self.context.save_retry.call(attempt, f"{TASK_STAGE_SAVE_SUMMARY_FILE} {final}")
+        return SaveSuccessResult(final)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
-from manifest_committer.entry_file import EntryFile, FileToCommit
+from manifest_committer.entry_file import EntryFile, FileToCommit, remove_dead_spill_files
 
 
 def rows(prefix: str, count: int, etag: str | None = None) -> list[FileToCommit]:
@@ -70,3 +72,46 @@ def test_appending_after_reading_continues_the_file() -> None:
         assert len(list(entry_file.chunks())) == 1
         entry_file.append("b", rows("b", 1))
         assert [c.task_attempt_id for c in entry_file.chunks()] == ["a", "b"]
+
+
+def test_units_follow_task_attempt_order_whatever_the_load_order() -> None:
+    """Unit keys must not depend on the order manifests were loaded in (parallel loads finish in any order)."""
+    keys = []
+    for order in (["attempt_b", "attempt_a", "attempt_c"], ["attempt_c", "attempt_a", "attempt_b"]):
+        with EntryFile() as entry_file:
+            for attempt in order:
+                entry_file.append(attempt, rows(attempt, {"attempt_a": 5, "attempt_b": 2, "attempt_c": 1}[attempt]))
+            units = list(entry_file.units(3))
+        keys.append([(unit.key, [row.dest for row in unit.rows]) for unit in units])
+    assert keys[0] == keys[1]
+    assert [(key, len(dests)) for key, dests in keys[0]] == [("attempt_a-0", 3), ("attempt_a-3", 3), ("attempt_b-1", 2)]
+    assert keys[0][1][1] == ["/dest/attempt_a3", "/dest/attempt_a4", "/dest/attempt_b0"], "small tasks share units"
+
+
+def test_a_spill_file_is_named_after_its_job_and_process(tmp_path: Path) -> None:
+    with EntryFile(str(tmp_path), "job-7") as entry_file:
+        name = os.path.basename(entry_file.path)
+    assert name.startswith(f"manifest-committer-job-7-{os.getpid()}-") and name.endswith(".entries")
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_spill_files_of_dead_processes_are_removed_and_no_others(tmp_path: Path) -> None:
+    """Issue 8: a killed job commit left its spill file in the temp directory for ever."""
+    dead = dead_pid()
+    names = {
+        "dead": f"manifest-committer-job-7-{dead}-abc_123.entries",
+        "live": f"manifest-committer-job-7-{os.getpid()}-abc_123.entries",
+        "other job": f"manifest-committer-job-7-1-{dead}-abc_123.entries",  # job "job-7-1", not "job-7"
+        "not ours": f"other-job-7-{dead}-abc.entries",
+    }
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"x")
+    removed = remove_dead_spill_files(str(tmp_path), "job-7")
+    assert removed == [str(tmp_path / names["dead"])]
+    assert sorted(os.listdir(tmp_path)) == sorted(name for key, name in names.items() if key != "dead")

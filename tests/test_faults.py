@@ -303,7 +303,7 @@ def test_failed_task_attempt_deletes_fall_back_to_deleting_the_job_directory(des
     assert "_temporary" not in tree(committer)
 
 
-def test_cleanup_base_first_failure_falls_back_to_parallel_delete(destination: str) -> None:
+def test_cleanup_after_a_commit_survives_a_failed_delete_and_keeps_the_record_to_the_end(destination: str) -> None:
     config = mc.CommitterConfig(
         cleanup_parallel_delete=True,
         cleanup_parallel_delete_base_first=True,
@@ -319,8 +319,9 @@ def test_cleanup_base_first_failure_falls_back_to_parallel_delete(destination: s
     committer.commit_job()
 
     assert store.injected["delete_dir"] == 1
-    # base-first (failed), one per task attempt directory, then the job directory again
-    assert store.calls["delete_dir"] - deletes_before == 1 + 3 + 1
+    # With commit-finished in place nothing is deleted in one call before the record: one per task attempt
+    # directory (the first fails), then tasks/, manifests/, journal/ and commit-started, then the job directory.
+    assert store.calls["delete_dir"] - deletes_before == 3 + 4 + 1
     assert output(committer) == expected
     assert "_temporary" not in tree(committer)
 

@@ -556,10 +556,26 @@ def test_replacing_a_directory_with_glob_characters_deletes_only_that_directory(
     }
 
 
-@pytest.mark.parametrize("delete_target_files", [False, True])
-def test_file_where_a_directory_must_go_is_deleted(destination: str, delete_target_files: bool) -> None:
-    """As Hadoop's CreateOutputDirectoriesStage does: the file is deleted and the directory created."""
-    committer = mc.ManifestCommitter(destination, "job-1", config=delete_target_config(delete_target_files))
+def test_a_users_file_where_a_directory_must_go_is_a_conflict(destination: str) -> None:
+    """Issue 8: job commit deleted it (even with delete.target.files=false) and abort did not bring it back."""
+    committer = mc.ManifestCommitter(destination, "job-1", config=delete_target_config(False))
+    committer.store.write_bytes(committer.paths.dest + "/dt=1", b"a file in the way")
+    committer.store.write_bytes(committer.paths.dest + "/other.csv", b"untouched")
+    committer.setup_job()
+    run_task(committer, "task_00000", "attempt_00000_0", {"dt=1/part-0.csv": b"p0", "other/part-1.csv": b"p1"})
+
+    with pytest.raises(mc.OutputConflictError, match="dt=1") as raised:
+        committer.commit_job()
+    assert "delete.target.files" in str(raised.value)
+    assert output(committer) == {"dt=1": b"a file in the way", "other.csv": b"untouched"}, "nothing changed"
+    committer.abort_job()
+    assert output(committer) == {"dt=1": b"a file in the way", "other.csv": b"untouched"}
+    assert "_temporary" not in tree(committer)
+
+
+def test_delete_target_files_replaces_a_file_where_a_directory_must_go(destination: str) -> None:
+    """That key means "replace": the file is deleted and the directory created."""
+    committer = mc.ManifestCommitter(destination, "job-1", config=delete_target_config(True))
     committer.store.write_bytes(committer.paths.dest + "/dt=1", b"a file in the way")
     committer.setup_job()
     run_task(committer, "task_00000", "attempt_00000_0", {"dt=1/part-0.csv": b"p0", "dt=1/sub/part-1.csv": b"p1"})
@@ -622,20 +638,41 @@ def test_commit_job_repeatable_after_a_crash_in_rename(destination: str, io_thre
 
 
 def test_commit_job_repeatable_after_a_crash_before_cleanup(destination: str) -> None:
-    """Everything renamed and ``_SUCCESS`` written, then the process died: the rerun finds every file in place."""
+    """Everything renamed and ``_SUCCESS`` written, then the process died: the rerun commits nothing again, finishes
+    the cleanup and returns the recorded summary."""
     skip_cleanup = mc.CommitterConfig(cleanup_skipped=True)
     first = new_job(destination, job_id="job-late-crash", config=skip_cleanup)
     expected = four_task_job(first)
-    first.commit_job()
+    summary = first.commit_job()
     assert first.store.info(first.paths.manifest_dir) is not None
 
     again = mc.ManifestCommitter(destination, "job-late-crash", config=FAST)
     success = again.commit_job()
 
     assert output(again) == expected
-    assert counters(success)[COMMITTER_FILES_ALREADY_COMMITTED] == len(expected)
-    assert counters(success)[COMMITTER_FILES_COMMITTED] == len(expected)
+    assert success.to_json() == summary.to_json()
+    assert success_file(again).to_json() == summary.to_json(), "_SUCCESS is never rewritten"
     assert "_temporary" not in tree(again)
+
+
+def test_a_rerun_after_a_kill_in_cleanup_returns_the_summary_with_marksuccessfuljobs_false(destination: str) -> None:
+    """Issue 8: a rerun after a kill while cleanup deleted manifests re-committed from the manifests left and
+    reported understated totals. ``commit-finished`` (holding the summary) is deleted last, and found first."""
+    no_marker = mc.CommitterConfig(cleanup_skipped=True, mark_successful_jobs=False)
+    first = new_job(destination, job_id="job-half-clean", config=no_marker)
+    expected = four_task_job(first)
+    summary = first.commit_job()
+    manifests = first.store.list_dir(first.paths.manifest_dir)
+    first.store.delete_file(manifests[0].path)  # the kill came while cleanup deleted manifests
+
+    again = mc.ManifestCommitter(destination, "job-half-clean", config=mc.CommitterConfig(mark_successful_jobs=False))
+    success = again.commit_job()
+
+    assert success.to_json() == summary.to_json()
+    assert counters(success)[COMMITTER_FILES_COMMITTED] == len(expected)
+    assert output(again) == expected
+    assert "_temporary" not in tree(again)
+    mc.ManifestCommitter(destination, "job-next", config=FAST).setup_job()
 
 
 def test_commit_job_of_a_finished_job_returns_its_summary(destination: str) -> None:

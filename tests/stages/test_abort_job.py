@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from manifest_committer.errors import JobStateError
+from manifest_committer.errors import CommitterError, JobStateError
 from manifest_committer.stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome
@@ -107,3 +107,82 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(AbortJobArguments())
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(AbortJobArguments())
+
+
+def test_an_extra_manifest_does_not_cancel_the_revert(destination: str) -> None:
+    """Issue 8: abort reloaded every manifest, so one more (here a corrupt one) cancelled the whole revert."""
+    context = interrupted_commit(destination)
+    context.store.write_bytes(context.paths.manifest_path("task_extra"), b"{not a manifest")
+    result = abort(context)
+    assert result.files_reverted == 4
+    names = sorted(s.path.rsplit("/", 1)[-1] for s in context.store.list_dir(context.paths.dest))
+    assert names == ["before.csv"]
+
+
+def test_a_users_file_of_the_same_size_is_never_deleted(destination: str) -> None:
+    """Issue 8: abort took any file of the manifest's size, with the source gone, for one this job moved."""
+    context = make_context(destination, config=SERIAL)
+    set_up_job(context)
+    commit_task(context, 0, {"a.csv": b"00", "b.csv": b"01"})
+    _, attempt = task_ids(0)
+    # The source of b.csv vanished and a user's file of its size sits at its destination: not movable.
+    context.store.delete_file(f"{context.paths.task_attempt_dir(attempt)}/b.csv")
+    context.store.write_bytes(dest_path(context, "b.csv"), b"us")
+    with pytest.raises(CommitterError):
+        CommitJobStage(fresh(context)).apply(CommitJobArguments())
+    result = abort(fresh(context))
+    assert result.files_reverted == 1
+    assert not exists(context, dest_path(context, "a.csv"))
+    assert context.store.read_bytes(dest_path(context, "b.csv")) == b"us"
+
+
+def test_an_earlier_jobs_success_is_put_back(destination: str) -> None:
+    """Issue 8: _SUCCESS was replaced by delete-then-rename, so an abort after that lost the earlier one."""
+    context = make_context(destination, config=SERIAL)
+    set_up_job(context)
+    earlier = b'{"name": "earlier job"}'
+    context.store.write_bytes(context.paths.success_path, earlier)
+    commit_task(context, 0, {"a.csv": b"00"})
+    faulty = FaultInjectingStore(
+        context.store, [Fault("rename_file", "_SUCCESS.tmp", error=lambda: PermissionError("x"), times=None)]
+    )
+    with pytest.raises(PermissionError):
+        CommitJobStage(fresh(context, store=faulty)).apply(CommitJobArguments())
+    assert not exists(context, context.paths.success_path), "moved aside, not deleted"
+    abort(fresh(context))
+    assert context.store.read_bytes(context.paths.success_path) == earlier
+    assert not exists(context, dest_path(context, "a.csv"))
+
+
+def test_after_the_commit_point_a_failed_cleanup_never_leads_to_a_revert(destination: str) -> None:
+    """Issue 8: cleanup deleted commit-finished, failed, and commit_job raised; the caller's abort then deleted the
+    committed output. The record now goes last, and _SUCCESS alone is the commit point anyway."""
+    context = make_context(destination, config=replace(SERIAL, mark_successful_jobs=False))
+    set_up_job(context)
+    commit_task(context, 0, {"a.csv": b"00"})
+    paths = context.paths
+
+    class HalfDelete(FaultInjectingStore):
+        """Deleting the job directory removes the commit record first, then fails (a recursive delete's order)."""
+
+        def delete_dir(self, path: str) -> bool:
+            if path == paths.job_dir:
+                self.inner.delete_file(paths.commit_finished_path)
+                raise PermissionError("denied")
+            return super().delete_dir(path)
+
+    with pytest.raises(PermissionError):
+        CommitJobStage(fresh(context, store=HalfDelete(context.store))).apply(CommitJobArguments())
+    result = abort(fresh(context))
+    assert result.files_reverted == 0
+    assert context.store.read_bytes(dest_path(context, "a.csv")) == b"00"
+    assert not exists(context, context.paths.job_dir)
+
+
+def test_only_the_directories_the_job_created_are_removed(destination: str) -> None:
+    context = make_context(destination, config=SERIAL)
+    context.store.mkdirs(dest_path(context, "p=0/empty-before"))
+    context = interrupted_commit(destination)
+    abort(context)
+    assert exists(context, dest_path(context, "p=0/empty-before")) or not context.store.capabilities.real_directories
+    assert not exists(context, dest_path(context, "p=1"))

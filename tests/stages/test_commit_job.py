@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from manifest_committer.errors import JobStateError, ManifestError, OutputValidationError
+from manifest_committer.errors import CommitterError, JobStateError, ManifestError, OutputValidationError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome
 from manifest_committer.stages.commit_job import (
@@ -29,7 +29,16 @@ from manifest_committer.statistic_names import (
 )
 from manifest_committer.store import Fault, FaultInjectingStore
 from manifest_committer.success_data import SuccessData
-from tests.fixtures.stage_context import FAST_CONFIG, commit_task, dest_path, exists, fresh, make_context, set_up_job
+from tests.fixtures.stage_context import (
+    FAST_CONFIG,
+    commit_task,
+    dest_path,
+    exists,
+    fresh,
+    make_context,
+    set_up_job,
+    task_ids,
+)
 
 FILES = {0: {"year=2024/a.csv": b"aaa", "b.csv": b"b"}, 1: {"year=2024/c.csv": b"cc", "year=2025/d.csv": b"dddd"}}
 
@@ -171,3 +180,44 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(CommitJobArguments())
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(CommitJobArguments())
+
+
+def test_a_users_file_of_the_same_size_is_never_taken_for_committed_output(destination: str) -> None:
+    """Issue 8: with the source gone, a pre-existing file of the manifest's size counted as committed and passed
+    validate.output: silent wrong output. Only the journal says a file is this job's."""
+    context = job(destination, validate_output=True)
+    attempt_dir = context.paths.task_attempt_dir(task_ids(0)[1])
+    context.store.delete_file(f"{attempt_dir}/b.csv")
+    context.store.write_bytes(dest_path(context, "b.csv"), b"u")  # same size as task 0's b.csv
+    with pytest.raises(CommitterError, match=r"b\.csv"):
+        commit(context)
+    assert context.store.read_bytes(dest_path(context, "b.csv")) == b"u"
+    assert not exists(context, context.paths.success_path)
+
+
+def test_a_rerun_commits_exactly_what_the_first_run_accepted(destination: str) -> None:
+    context = job(destination)
+    faulty = FaultInjectingStore(context.store, [Fault("rename_file", "d.csv", error=lambda: PermissionError("x"))])
+    with pytest.raises(PermissionError):
+        CommitJobStage(fresh(context, store=faulty)).apply(CommitJobArguments())
+    # A manifest the first run did not accept (a task commit that late now fails; this one came some other way).
+    context.store.write_bytes(context.paths.manifest_path("task_late"), b"{not even a manifest")
+    other = {"task_20241122_0001_m_000000": "attempt_20241122_0001_m_000000_1"}
+    with pytest.raises(JobStateError, match="attempt_20241122_0001_m_000000_0") as raised:
+        CommitJobStage(fresh(context)).apply(CommitJobArguments(accepted_attempts=other))
+    assert "attempt_20241122_0001_m_000000_1" in str(raised.value)
+    result = commit(fresh(context))
+    assert result.manifests_loaded == 2
+    assert context.store.read_bytes(dest_path(context, "year=2025/d.csv")) == b"dddd"
+
+
+def test_commit_finished_holds_the_summary_a_rerun_returns(destination: str) -> None:
+    """Without _SUCCESS (marksuccessfuljobs=false) the record of the finish is the commit point and the summary."""
+    context = job(destination, mark_successful_jobs=False, cleanup_skipped=True)
+    first = commit(context)
+    recorded = SuccessData.from_json(context.store.read_bytes(context.paths.commit_finished_path))
+    assert recorded.to_json() == first.success.to_json()
+    again = commit(fresh(context, config=replace(context.config, cleanup_skipped=False)))
+    assert again.already_committed and again.success.to_json() == first.success.to_json()
+    assert not exists(context, context.paths.job_dir)
+    assert not exists(context, context.paths.success_path)

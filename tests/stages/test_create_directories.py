@@ -1,12 +1,14 @@
-"""CreateDirectoriesStage: makes leaf directories only, deleting files that are in the way."""
+"""CreateDirectoriesStage: makes leaf directories only; a file in the way is a conflict unless replacing is asked."""
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import pytest
 
-from manifest_committer.errors import JobStateError
+from manifest_committer.errors import JobStateError, OutputConflictError
 from manifest_committer.manifest import EntryStatus
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.create_directories import (
@@ -15,16 +17,16 @@ from manifest_committer.stages.create_directories import (
     CreateDirectoriesStage,
 )
 from manifest_committer.stages.job_types import TargetDirectory
+from manifest_committer.stages.journal import Journal, JournalRun
 from manifest_committer.statistic_names import (
     JOB_STAGE_CREATE_TARGET_DIRS,
     OP_CREATE_DIRECTORIES,
     OP_DELETE,
     OP_GET_FILE_STATUS,
-    OP_MKDIR_RETURNED_FALSE,
     OP_MKDIRS,
     OP_PREPARE_DIR_ANCESTORS,
 )
-from tests.fixtures.stage_context import dest_path, make_context, set_up_job
+from tests.fixtures.stage_context import FAST_CONFIG, dest_path, fresh, make_context, set_up_job
 
 
 def target(context: StageContext, relative: str, status: EntryStatus = EntryStatus.NOT_FOUND) -> TargetDirectory:
@@ -45,10 +47,11 @@ def files_deleted(context: StageContext) -> int:
     return context.stats.snapshot().counters.get(OP_DELETE, 0)  # every delete passes the gate as op_delete
 
 
-def prepared(destination: str) -> StageContext:
+def prepared(destination: str, *, replace_files: bool = False) -> StageContext:
+    """A set-up job; ``replace_files`` sets ``delete.target.files``."""
     setup = make_context(destination)
     set_up_job(setup)
-    return make_context(destination)
+    return make_context(destination, config=replace(FAST_CONFIG, delete_target_files=replace_files))
 
 
 def test_only_leaves_are_created(destination: str) -> None:
@@ -93,7 +96,7 @@ def test_existing_directories_with_another_status_are_fine(destination: str) -> 
 
 
 def test_a_file_recorded_in_the_way_is_deleted(destination: str) -> None:
-    context = prepared(destination)
+    context = prepared(destination, replace_files=True)
     context.store.write_bytes(dest_path(context, "year=2024"), b"a file where a directory must go")
     result = create(context, target(context, "year=2024", EntryStatus.FILE), target(context, "year=2024/m=1"))
     assert is_dir(context, "year=2024/m=1")
@@ -103,19 +106,18 @@ def test_a_file_recorded_in_the_way_is_deleted(destination: str) -> None:
     assert counters[OP_DELETE] == 1
 
 
-def test_a_file_at_a_leaf_found_by_mkdirs_is_deleted(destination: str) -> None:
-    context = prepared(destination)
+def test_a_file_at_a_leaf_is_deleted_when_replacing(destination: str) -> None:
+    context = prepared(destination, replace_files=True)
     context.store.write_bytes(dest_path(context, "leaf"), b"appeared after task commit")
     result = create(context, target(context, "leaf", EntryStatus.NOT_FOUND))
     assert is_dir(context, "leaf")
     assert result.created == frozenset({dest_path(context, "leaf")})
     assert files_deleted(context) == 1
-    if context.store.capabilities.real_directories:  # found by mkdirs, not by the object stores' probe
-        assert context.stats.snapshot().counters[OP_MKDIR_RETURNED_FALSE] == 1
+    assert context.stats.snapshot().counters[OP_PREPARE_DIR_ANCESTORS] == 1, "found by the probe, before mkdirs"
 
 
 def test_a_file_at_an_ancestor_of_a_leaf_is_deleted(destination: str) -> None:
-    context = prepared(destination)
+    context = prepared(destination, replace_files=True)
     context.store.write_bytes(dest_path(context, "p"), b"a file above the leaf")
     create(context, target(context, "p/q/r", EntryStatus.NOT_FOUND))
     assert is_dir(context, "p") and is_dir(context, "p/q/r")
@@ -124,7 +126,7 @@ def test_a_file_at_an_ancestor_of_a_leaf_is_deleted(destination: str) -> None:
 
 def test_object_stores_make_no_marker_where_files_go(destination: str) -> None:
     """A leaf that receives files comes into being with them; one that stays empty still gets a marker."""
-    context = prepared(destination)
+    context = prepared(destination, replace_files=True)
     context.store.write_bytes(dest_path(context, "full"), b"a file where a directory must go")
     full = TargetDirectory(dest_path(context, "full"), 1, EntryStatus.NOT_FOUND, receives_files=True)
     result = create(context, full, target(context, "empty"))
@@ -136,6 +138,35 @@ def test_object_stores_make_no_marker_where_files_go(destination: str) -> None:
     else:
         assert result.created == frozenset({dest_path(context, "empty")})
         assert context.store.info(dest_path(context, "full")) is None, "no marker object"
+
+
+@pytest.mark.parametrize("where", ["year=2024", "year=2024/m=1", "p"])
+def test_a_users_file_where_a_directory_must_go_is_a_conflict(destination: str, where: str) -> None:
+    """Issue 8: it was deleted even with delete.target.files=false. Now nothing changes and the error names it."""
+    context = prepared(destination)
+    context.store.write_bytes(dest_path(context, where), b"a user's file")
+    status = EntryStatus.FILE if where == "year=2024" else EntryStatus.NOT_FOUND
+    targets = [target(context, "year=2024", status), target(context, "year=2024/m=1"), target(context, "p/q/r")]
+    with pytest.raises(OutputConflictError, match=re.escape(where)) as raised:
+        create(context, *targets)
+    assert "delete.target.files" in str(raised.value)
+    assert context.store.read_bytes(dest_path(context, where)) == b"a user's file"
+    assert context.stats.snapshot().counters.get(OP_MKDIRS, 0) == 0, "refused before any directory is made"
+
+
+def test_the_directories_to_create_are_journaled_first(destination: str) -> None:
+    """Abort removes exactly the directories the job created: the journal records them before mkdirs."""
+    context = prepared(destination)
+    context.store.mkdirs(dest_path(context, "old"))
+    context.store.write_bytes(dest_path(context, "old/keep.csv"), b"k")
+    run = JournalRun.first(1)
+    CreateDirectoriesStage(context).apply(
+        CreateDirectoriesArguments([target(context, "old/new"), target(context, "old", EntryStatus.NOT_FOUND)], run)
+    )
+    reader = Journal(
+        CreateDirectoriesStage(fresh(context)), JournalRun.abort(CreateDirectoriesStage(fresh(context)), 1)
+    )
+    assert reader.created_directories() == [dest_path(context, "old/new")]
 
 
 def test_parallel_with_a_pool(destination: str) -> None:

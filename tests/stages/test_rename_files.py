@@ -12,17 +12,22 @@ import pytest
 from manifest_committer.entry_file import EntryFile, FileToCommit
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.rename_files import RenameFilesArguments, RenameFilesResult, RenameFilesStage
+from manifest_committer.stages.journal import Journal, JournalRun
+from manifest_committer.stages.rename_files import (
+    RenameFilesArguments,
+    RenameFilesResult,
+    RenameFilesStage,
+    unit_size,
+)
 from manifest_committer.statistic_names import (
     COMMIT_FILE_RENAME,
     COMMIT_FILE_RENAME_RECOVERED,
-    COMMITTER_FILES_ALREADY_COMMITTED,
     JOB_STAGE_RENAME_FILES,
     OP_DELETE,
 )
 from manifest_committer.store import Fault, FaultInjectingStore, StoreOperations
 from manifest_committer.success_data import SUCCESS_FILENAME_LIMIT
-from tests.fixtures.stage_context import FAST_CONFIG, dest_path, make_context, set_up_job, task_ids
+from tests.fixtures.stage_context import FAST_CONFIG, dest_path, fresh, make_context, set_up_job, task_ids
 
 ATTEMPT_ID = task_ids(0)[1]
 
@@ -51,8 +56,12 @@ def add_files(context: StageContext, spill: EntryFile, names: list[str], data: b
     return rows
 
 
-def rename(context: StageContext, spill: EntryFile) -> RenameFilesResult:
-    return RenameFilesStage(context).apply(RenameFilesArguments(spill))
+def first_run(context: StageContext, spill: EntryFile) -> JournalRun:
+    return JournalRun.first(unit_size(context.config, spill.file_count))
+
+
+def rename(context: StageContext, spill: EntryFile, journal: JournalRun | None = None) -> RenameFilesResult:
+    return RenameFilesStage(context).apply(RenameFilesArguments(spill, journal or first_run(context, spill)))
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 128])
@@ -132,15 +141,66 @@ def test_delete_target_files_replaces_what_is_there(destination: str, spill: Ent
     assert context.stats.snapshot().counters[OP_DELETE] == 1
 
 
-def test_a_file_already_in_place_counts_as_done(destination: str, spill: EntryFile) -> None:
-    """A repeated job commit: the source is gone and the destination holds a file of the manifest's size."""
+def test_a_file_of_the_same_size_already_there_is_a_conflict_not_done(destination: str, spill: EntryFile) -> None:
+    """Issue 8: size alone made a user's file of the same size count as committed (and pass validation)."""
     context = prepared(destination)
-    done, todo = add_files(context, spill, ["done.csv", "todo.csv"])
-    context.store.rename_file(done[0], done[1])
-    result = rename(context, spill)
-    assert (result.files_committed, result.already_committed) == (2, 1)
-    assert context.store.read_bytes(todo[1]) == b"data"
-    assert context.stats.snapshot().counters[COMMITTER_FILES_ALREADY_COMMITTED] == 1
+    (row,) = add_files(context, spill, ["same.csv"], b"ours")
+    context.store.write_bytes(row.dest, b"user")
+    with pytest.raises(OutputConflictError, match="did not write"):
+        rename(context, spill)
+    assert context.store.read_bytes(row.dest) == b"user"
+    assert context.store.read_bytes(row.source) == b"ours"
+
+
+def test_a_missing_source_is_an_error_even_with_a_file_of_its_size_there(destination: str, spill: EntryFile) -> None:
+    """A first run never takes "source gone, destination of the right size" for an earlier commit's work."""
+    context = prepared(destination)
+    (row,) = add_files(context, spill, ["lost.csv"], b"ours")
+    context.store.delete_file(row.source)
+    context.store.write_bytes(row.dest, b"user")
+    with pytest.raises(CommitterError, match=r"source .* is missing|did not write"):  # the store checks either first
+        rename(context, spill)
+    assert context.store.read_bytes(row.dest) == b"user"
+
+
+def rerun(context: StageContext, spill: EntryFile) -> RenameFilesResult:
+    """A second run of the same commit, reading what the first recorded."""
+    return rename(
+        fresh(context),
+        spill,
+        JournalRun.rerun(RenameFilesStage(fresh(context)), unit_size(context.config, spill.file_count)),
+    )
+
+
+def test_a_rerun_counts_the_recorded_units_as_done_without_touching_them(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination, rename_batch_size=2, io_threads=1)
+    rows = add_files(context, spill, [f"f{n}.csv" for n in range(5)])
+    assert unit_size(context.config, 5) == 2
+    context.store = FaultInjectingStore(
+        context.store, [Fault("rename_file", "f3.csv", error=lambda: PermissionError("denied"))]
+    )
+    with pytest.raises(PermissionError):
+        rename(context, spill)
+    context.store = context.store.inner
+    counting = FaultInjectingStore(context.store, [])
+    result = rename(fresh(context, store=counting), spill, JournalRun.rerun(RenameFilesStage(fresh(context)), 2))
+    assert (result.files_committed, result.bytes_committed) == (5, 20)
+    assert result.already_committed == 3, "f0, f1 (a done unit) and f2 (below the failed unit's mark)"
+    assert counting.calls["rename_file"] == 2, "only f3 and f4 are renamed"
+    assert all(context.store.read_bytes(row.dest) == b"data" for row in rows)
+
+
+def test_a_unit_killed_mid_way_is_settled_from_evidence(destination: str, spill: EntryFile) -> None:
+    """An intent without its done record: a row whose source is gone and destination present is this job's."""
+    context = prepared(destination, rename_batch_size=4, io_threads=1)
+    moved, other, unmoved = add_files(context, spill, ["moved.csv", "other.csv", "unmoved.csv"])
+    journal = Journal(RenameFilesStage(fresh(context)), JournalRun.first(4))
+    (unit,) = spill.units(4)
+    journal.begin(unit)  # then "killed" after the first rename
+    context.store.rename_file(moved.source, moved.dest)
+    result = rename(context, spill, JournalRun.rerun(RenameFilesStage(fresh(context)), 4))
+    assert (result.files_committed, result.already_committed) == (3, 1)
+    assert context.store.read_bytes(other.dest) == context.store.read_bytes(unmoved.dest) == b"data"
 
 
 def test_a_missing_source_with_nothing_at_the_destination_fails(destination: str, spill: EntryFile) -> None:
@@ -195,6 +255,6 @@ def test_a_permanent_failure_stops_the_stage(destination: str, spill: EntryFile)
 def test_applied_twice_raises(destination: str, spill: EntryFile) -> None:
     context = prepared(destination)
     stage = RenameFilesStage(context)
-    stage.apply(RenameFilesArguments(spill))
+    stage.apply(RenameFilesArguments(spill, first_run(context, spill)))
     with pytest.raises(JobStateError, match="attempted twice"):
-        stage.apply(RenameFilesArguments(spill))
+        stage.apply(RenameFilesArguments(spill, first_run(context, spill)))

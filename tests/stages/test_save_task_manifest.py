@@ -7,10 +7,12 @@ import pytest
 from manifest_committer.errors import JobStateError
 from manifest_committer.manifest import TaskManifest
 from manifest_committer.stages.base import StageContext
+from manifest_committer.stages.commit_task import CommitTaskArguments, CommitTaskStage
 from manifest_committer.stages.save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
+from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.statistic_names import TASK_STAGE_SAVE_MANIFEST, TASK_STAGE_SAVE_TASK_MANIFEST
 from manifest_committer.store import Fault, FaultInjectingStore
-from tests.fixtures.stage_context import make_context, set_up_job, task_ids
+from tests.fixtures.stage_context import fresh, make_context, set_up_job, task_ids, write_task_output
 
 
 def builder(context: StageContext, builds: list[int]) -> SaveTaskManifestArguments:
@@ -87,3 +89,35 @@ def test_a_late_attempt_cannot_recreate_the_state_of_a_finished_job(destination:
         SaveTaskManifestStage(context).apply(builder(context, []))
     assert context.store.to_url(context.paths.manifest_dir) in str(error.value)
     assert context.store.info(context.paths.job_dir) is None
+
+
+def test_a_task_commit_racing_the_end_of_its_job_fails_and_leaves_nothing(destination: str) -> None:
+    """Issue 8: the job's cleanup ran between the check and the write, and the write recreated ``_temporary/<job>``
+    and reported success. Now the state is checked again once the manifest is in place."""
+    context = make_context(destination)
+    set_up_job(context)
+    task_id, attempt_id = task_ids(0)
+    SetupTaskStage(fresh(context)).apply(SetupTaskArguments(task_id, attempt_id))
+    write_task_output(context, attempt_id, {"part-0.csv": b"p"})
+    paths = context.paths
+
+    class JobEndsDuringTheSave(FaultInjectingStore):
+        def write_bytes(self, path: str, data: bytes) -> None:
+            if path.endswith(".tmp") and self.inner.info(paths.job_dir) is not None:
+                self.inner.delete_dir(paths.job_dir)  # the job's commit and cleanup finished meanwhile
+            super().write_bytes(path, data)
+
+    with pytest.raises(JobStateError, match="cannot commit"):
+        CommitTaskStage(fresh(context, store=JobEndsDuringTheSave(context.store))).apply(
+            CommitTaskArguments(task_id, attempt_id)
+        )
+    assert context.store.info(paths.manifest_path(task_id)) is None
+    assert context.store.info(paths.job_dir) is None, "the job's state is not resurrected"
+
+
+def test_a_task_commit_after_the_job_commit_began_fails(destination: str) -> None:
+    context = prepared(destination)
+    context.store.write_bytes(context.paths.commit_started_path, b"{}")
+    with pytest.raises(JobStateError, match="has begun its job commit"):
+        SaveTaskManifestStage(context).apply(builder(context, []))
+    assert context.store.info(context.paths.manifest_path(task_ids(0)[0])) is None
