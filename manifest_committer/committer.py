@@ -158,6 +158,18 @@ class CommitterBase(ABC):
         """Discard the job's temporary state (and, where the protocol can, what it had published)."""
 
     @abstractmethod
+    def job_is_live(self) -> bool:
+        """Whether the job still accepts task commits (set up, not yet committed or aborted); one store call.
+
+        An engine asks before a late task attempt commits: one that ends after its job must not publish.
+        """
+
+    @abstractmethod
+    def job_state_directories(self) -> list[str]:
+        """The job's temporary directories, deepest first: what a late task attempt's writes may have recreated
+        after the job ended, for the engine to remove if empty."""
+
+    @abstractmethod
     def task_work_path(self, attempt_id: str) -> str:
         """The store path of an attempt's private working directory, in the protocol's layout."""
 
@@ -318,6 +330,14 @@ class ManifestCommitter(CommitterBase):
 
     def task_work_path(self, attempt_id: str) -> str:
         return self.paths.task_attempt_dir(attempt_id)
+
+    def job_is_live(self) -> bool:
+        """The manifest directory exists from job setup until commit or abort."""
+        status = self._store.info(self.paths.manifest_dir)
+        return status is not None and status.is_dir
+
+    def job_state_directories(self) -> list[str]:
+        return [self.paths.task_attempts_dir, self.paths.job_attempt_dir, self.paths.job_dir]
 
     # --- job ------------------------------------------------------------------------------------------------------
 

@@ -54,6 +54,18 @@ class FileOutputCommitter(CommitterBase):
     def task_work_path(self, attempt_id: str) -> str:
         return self.layout.task_attempt_dir(attempt_id)
 
+    def job_is_live(self) -> bool:
+        """``_JOB`` names this job from setup until the end of commit or abort."""
+        try:
+            holder = self._store.read_bytes(self.layout.owner_path)
+        except FileNotFoundError:
+            return False
+        return holder.decode("utf-8", errors="replace").strip() == self.job_id
+
+    def job_state_directories(self) -> list[str]:
+        layout = self.layout
+        return [layout.task_attempts_dir, layout.job_attempt_dir, layout.pending_dir]
+
     # --- job ------------------------------------------------------------------------------------------------------
 
     def setup_job(self) -> None:
