@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,7 @@ from manifest_committer.statistic_names import (
 )
 from manifest_committer.store import Fault
 from tests.fixtures.committing import FAST, FaultCapture, output, run_task, success_file, tree, write
+from tests.fixtures.hadoop import Hadoop
 
 BOTH = pytest.mark.parametrize("protocol", ["v1", "v2"])
 
@@ -241,3 +243,19 @@ def test_tasks_in_separate_processes(tmp_path: Path, protocol: str) -> None:
 
     assert output(driver) == {f"dt={index}/part.csv": b"%d" % index for index in range(3)}
     assert success.iostatistics.counters[COMMITTER_TASKS_COMPLETED] == 3
+
+
+@pytest.mark.interop
+@BOTH
+def test_hadoop_reads_the_success_file(hadoop: Hadoop, tmp_path: Path, protocol: str) -> None:
+    """Hadoop's own SuccessData reader takes the ``_SUCCESS`` of v1/v2, whose ``committer`` names the protocol."""
+    committer = new_job(str(tmp_path / "out"), protocol)
+    run_task(committer, "task_00000", "attempt_00000_0", {"dt=1/a.csv": b"abc"})
+    committer.commit_job()
+
+    fs = hadoop.filesystem(hadoop.configuration())
+    loaded: Any = hadoop.manifest.files.ManifestSuccessData.load(fs, hadoop.local_path(str(tmp_path / "out/_SUCCESS")))
+    loaded.validate()
+    assert loaded.getCommitter() == protocol
+    assert loaded.getSuccess() is True
+    assert Hadoop.counters(loaded.getIOStatistics())["committer_files_committed"] == 1
