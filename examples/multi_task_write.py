@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import manifest_committer as mc
 from manifest_committer.cli import format_success
+from manifest_committer.operate.progress import CommitProgressBar
 
 COUNTRIES = ("DE", "FR", "US", "JP", "BR", "IN")
 DAYS = tuple(f"2026-11-{day:02d}" for day in range(15, 22))
@@ -136,7 +137,10 @@ def main() -> int:
         except BaseException:
             driver.abort_job()
             raise
-    summary = driver.commit_job()
+    # A bar on a terminal only (files renamed of the total); into a pipe or a log nothing is drawn.
+    on_terminal = sys.stdout.isatty() and sys.stderr.isatty()
+    with CommitProgressBar(job_id, sys.stderr, enabled=on_terminal) as bar:
+        summary = driver.commit_job(progress=bar)
     print()
     print(format_success(summary, f"{args.dest}/_SUCCESS", max_filenames=5))
     rows, files = count_rows(args.dest)

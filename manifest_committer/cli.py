@@ -1,8 +1,9 @@
-"""``manifest-committer``: print a ``_SUCCESS``/summary report or a task manifest for a person."""
+"""``manifest-committer``: print a ``_SUCCESS``/summary report or a task manifest; status, commit, abort of a job."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -226,6 +227,30 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument(
             "--storage-option", action="append", default=[], metavar="KEY=VALUE", help="fsspec option, repeatable"
         )
+    status = commands.add_parser("status", help="what is in flight under DEST/_temporary, and the last _SUCCESS")
+    status.add_argument("destination", metavar="DEST", help="the destination: plain path or fsspec URL")
+    status.add_argument("--json", action="store_true", help="print the status as a JSON document")
+    _add_storage_option(status)
+    for name, help_text in (
+        ("commit", "run a job commit again: finishes an interrupted one"),
+        ("abort", "undo a job: revert what its commit moved, delete its state"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        command.add_argument("destination", metavar="DEST", help="the destination: plain path or fsspec URL")
+        command.add_argument("--job", required=True, metavar="ID", help="the job id")
+        command.add_argument(
+            "--attempt", type=int, metavar="N", help="the job attempt (default: the highest under _temporary)"
+        )
+        command.add_argument(
+            "--conf", action="append", default=[], metavar="KEY=VALUE", help="Hadoop committer key, repeatable"
+        )
+        _add_storage_option(command)
+    commands.choices["abort"].add_argument(
+        "--dry-run", action="store_true", help="list what would be reverted and deleted; change nothing"
+    )
+    commands.choices["commit"].add_argument(
+        "--no-progress", action="store_true", help="no progress bar, even on a terminal"
+    )
     report = commands.add_parser("report", help="one HTML page of every _SUCCESS and summary-*.json under the paths")
     report.add_argument("paths", nargs="+", metavar="PATH", help="file or directory (searched recursively), or URL")
     report.add_argument("--html", required=True, metavar="OUT.html", help="the page to write (a local path)")
@@ -235,14 +260,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+def _add_storage_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--storage-option", action="append", default=[], metavar="KEY=VALUE", help="fsspec option, repeatable"
+    )
+
+
+def _pairs(flag: str, pairs: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` arguments as a dict; anything else is an error naming the flag and the argument."""
+    options: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise CommitterError(f"--storage-option {pair!r}: expected KEY=VALUE")
+            raise CommitterError(f"{flag} {pair!r}: expected KEY=VALUE")
         options[key] = value
     return options
+
+
+def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
+    return dict(_pairs("--storage-option", pairs))
 
 
 def _read(path: str, options: dict[str, Any]) -> bytes:
@@ -260,6 +296,52 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _operate(args: argparse.Namespace, options: dict[str, Any]) -> str:
+    """``status``, ``commit`` and ``abort``: the operations on a destination (``manifest_committer.operate``)."""
+    import orjson
+
+    from .config import CommitterConfig
+    from .operate.commands import JobRequest, run_abort, run_commit
+    from .operate.status import format_status, inspect_destination
+    from .store import open_store
+
+    _log_warnings_on_one_line()
+    if args.command == "status":
+        store, dest = open_store(args.destination, options)
+        try:
+            status = inspect_destination(store, dest)
+        finally:
+            store.close()
+        if args.json:
+            return orjson.dumps(status.to_dict(), option=orjson.OPT_INDENT_2).decode()
+        return format_status(status)
+    config = CommitterConfig.from_hadoop_conf(_pairs("--conf", args.conf))
+    request = JobRequest(args.destination, args.job, args.attempt, config, options)
+    if args.command == "abort":
+        return run_abort(request, dry_run=args.dry_run)
+    on_terminal = sys.stderr.isatty() and sys.stdout.isatty() and not args.no_progress
+    return run_commit(request, progress_stream=sys.stderr if on_terminal else None)
+
+
+def _log_warnings_on_one_line() -> None:
+    """The library only logs; the command line shows its warnings, one line each, on stderr."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
+
+
+def _where(args: argparse.Namespace, error: BaseException) -> str:
+    """For an operation on a destination, a store error that does not name its path gets the job and place."""
+    if isinstance(error, CommitterError) or args.command not in ("status", "commit", "abort"):
+        return ""
+    job = f"job {args.job} at " if getattr(args, "job", None) else ""
+    kind = type(error).__name__
+    return f"{args.command} of {job}{args.destination}: {kind}: "
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; errors print one line to stderr and return a non-zero status."""
     args = _parser().parse_args(argv)
@@ -269,20 +351,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .report.command import run_report
 
             return run_report(args.paths, args.html, options)
-        data = _read(args.path, options)
-        if args.command == "success":
+        if args.command in ("status", "commit", "abort"):
+            text = _operate(args, options)
+        elif args.command == "success":
+            data = _read(args.path, options)
             success = SuccessData.from_json(data, args.path)
             text = success.to_json().decode() if args.json else format_success(success, args.path)
         else:
+            data = _read(args.path, options)
             manifest = TaskManifest.from_json(data, args.path)
             text = data.decode("utf-8", errors="replace") if args.json else format_manifest(manifest, args.path)
     except (CommitterError, OSError, ValueError) as error:
-        print(f"{PROG}: error: {_one_line(str(error))}", file=sys.stderr)
+        print(f"{PROG}: error: {_where(args, error)}{_one_line(str(error))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
     except Exception as error:  # a bug or an unforeseen document: still one line, naming the file
-        print(f"{PROG}: error: {args.path}: {type(error).__name__}: {_one_line(str(error))}", file=sys.stderr)
+        where = getattr(args, "path", None) or getattr(args, "destination", None) or ", ".join(args.paths)
+        print(f"{PROG}: error: {where}: {type(error).__name__}: {_one_line(str(error))}", file=sys.stderr)
         return 1
     try:
         print(text.rstrip("\n"))

@@ -31,8 +31,10 @@ from .paths import JobPaths, check_id
 from .stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from .stages.abort_task import AbortTaskArguments, AbortTaskStage
 from .stages.base import StageContext
+from .stages.cleanup import wait_for_background_cleanup
 from .stages.commit_job import CommitJobArguments, CommitJobStage
 from .stages.commit_task import CommitTaskArguments, CommitTaskStage
+from .stages.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
 from .stages.setup_job import SetupJobArguments, SetupJobStage
 from .stages.setup_task import SetupTaskArguments, SetupTaskStage
 from .statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
@@ -111,8 +113,10 @@ class CommitterBase(ABC):
     def close(self) -> None:
         """Close the store this committer opened (its cloud client and connections); idempotent.
 
-        Task attempts' ``fs`` is fsspec's shared filesystem, not the committer's, and stays usable.
+        Task attempts' ``fs`` is fsspec's shared filesystem, not the committer's, and stays usable. Waits first
+        for the background delete of the job's state that ``commit_job`` started (``stages/cleanup.py``).
         """
+        wait_for_background_cleanup(self.paths)
         self._store.close()
 
     def __enter__(self) -> Self:
@@ -345,17 +349,24 @@ class ManifestCommitter(CommitterBase):
         """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
         SetupJobStage(self._context(self._job_stats)).apply(SetupJobArguments(self.config.mark_successful_jobs))
 
-    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+    def commit_job(
+        self,
+        accepted_attempts: Mapping[str, str] | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SuccessData:
         """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary.
 
         ``accepted_attempts`` (task id -> task attempt id) commits exactly those manifests, as an engine's
         commit coordinator accepted them, and ignores the rest; a missing one, or one of another attempt, is a
-        ``ManifestError`` and nothing in the destination changes.
+        ``ManifestError`` and nothing in the destination changes. ``progress`` is called with (files done,
+        files in all) once the manifests are loaded and after each unit of renames (a progress bar's hook; the
+        library itself only logs); a callback that raises is logged and dropped.
         """
         start = time.perf_counter()
+        arguments = CommitJobArguments(accepted_attempts=accepted_attempts, progress=progress)
         result, context = self._run_job_call(
-            lambda context: CommitJobStage(context).apply(CommitJobArguments(accepted_attempts=accepted_attempts)),
-            overwrite_report=True,
+            lambda context: CommitJobStage(context).apply(arguments), overwrite_report=True
         )
         success = result.success
         if not result.already_committed:
@@ -383,6 +394,10 @@ class ManifestCommitter(CommitterBase):
         )
         self._save_abort_report(context, JOB_STAGE_ABORT)
         return result
+
+    def plan_abort(self) -> AbortPlan:
+        """What ``abort_job`` would revert and delete now, decided as it decides; changes nothing (a dry run)."""
+        return PlanAbortStage(self._context(StatisticsStore())).apply(PlanAbortArguments())
 
     # --- tasks ----------------------------------------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Self
 
+from .entry_file import HASHES_SUFFIX
+
 log = logging.getLogger(__name__)
 
 RUN_SIZE = 1 << 17
@@ -38,8 +40,17 @@ _ITEM_SIZE = array("q").itemsize
 class DuplicateHashes:
     """Collect 64-bit hashes, then name those seen more than once; spill runs live in one temporary file."""
 
-    def __init__(self, directory: str | None = None, run_size: int = RUN_SIZE, fan_in: int = MERGE_FAN_IN) -> None:
+    def __init__(
+        self,
+        directory: str | None = None,
+        run_size: int = RUN_SIZE,
+        fan_in: int = MERGE_FAN_IN,
+        prefix: str = "manifest-committer-",
+    ) -> None:
+        """``prefix``: the spill file's name starts so (``entry_file.spill_prefix``), so that a killed run's file
+        is found and removed like its entry file."""
         self._directory = directory
+        self._prefix = prefix
         self._run_size = run_size
         self._fan_in = fan_in
         self._current = array("q")
@@ -97,9 +108,7 @@ class DuplicateHashes:
 
     def _write_run(self, run: array[int]) -> None:
         if self._spill is None:
-            handle, self._spill_path = tempfile.mkstemp(
-                prefix="manifest-committer-", suffix=".hashes", dir=self._directory
-            )
+            handle, self._spill_path = tempfile.mkstemp(prefix=self._prefix, suffix=HASHES_SUFFIX, dir=self._directory)
             self._spill = handle
             log.debug("spilling destination hashes to %s", self._spill_path)
         offset = self._spill_end

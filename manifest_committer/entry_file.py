@@ -27,6 +27,13 @@ log = logging.getLogger(__name__)
 _LENGTH = struct.Struct("<I")
 SPILL_PREFIX = "manifest-committer-"
 SPILL_SUFFIX = ".entries"
+HASHES_SUFFIX = ".hashes"
+"""The duplicate check's sorted hash runs (``duplicates.DuplicateHashes``), named like the entry spill file."""
+
+
+def spill_prefix(job_id: str) -> str:
+    """``manifest-committer-<jobId>-<pid>-``: what a later run or ``status`` needs to tell whose file it is."""
+    return f"{SPILL_PREFIX}{job_id}-{os.getpid()}-"
 
 
 class FileToCommit(NamedTuple):
@@ -70,8 +77,7 @@ class EntryFile:
     """Append chunks, then iterate them any number of times; the file is removed on ``close``."""
 
     def __init__(self, directory: str | None = None, job_id: str = "job") -> None:
-        prefix = f"{SPILL_PREFIX}{job_id}-{os.getpid()}-"
-        handle, self.path = tempfile.mkstemp(prefix=prefix, suffix=SPILL_SUFFIX, dir=directory)
+        handle, self.path = tempfile.mkstemp(prefix=spill_prefix(job_id), suffix=SPILL_SUFFIX, dir=directory)
         self._writer = os.fdopen(handle, "wb")
         self._chunk_offsets: list[tuple[str, int]] = []
         """Each chunk's task attempt id and offset: one pair per manifest, for reading in a stable order."""
@@ -157,25 +163,59 @@ def _process_is_alive(pid: int) -> bool:
 def remove_dead_spill_files(directory: str | None, job_id: str) -> list[str]:
     """Remove the spill files of ``job_id`` left by processes that no longer run; return their paths.
 
-    A killed job commit cannot remove its own spill file. The pid in the name tells a dead process's file from
+    A killed job commit cannot remove its own spill files. The pid in the name tells a dead process's file from
     one in use: a live pid's file (this process's too) is never touched; a reused pid only keeps a file longer.
-    The random part of a name never holds ``-``, so job ``a`` never matches the files of job ``a-1``.
+    """
+    removed: list[str] = []
+    for found in find_spill_files(directory):
+        if found.job_id != job_id or found.alive:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(found.path)
+            removed.append(found.path)
+            log.info("Removed %s, a spill file of a job commit of %s that was killed", found.path, job_id)
+    return removed
+
+
+@dataclass(frozen=True, slots=True)
+class SpillFile:
+    """One spill file found in a temporary directory, and whether the process that wrote it still runs."""
+
+    path: str
+    job_id: str
+    pid: int
+    size: int
+    alive: bool
+
+
+_ANY_SPILL_FILE = re.compile(
+    re.escape(SPILL_PREFIX) + r"(.+)-(\d+)-[^-]+(?:" + re.escape(SPILL_SUFFIX) + "|" + re.escape(HASHES_SUFFIX) + r")\Z"
+)
+"""The random part of a name never holds ``-``, so job ``a`` never matches the files of job ``a-1``."""
+
+
+def find_spill_files(directory: str | None = None) -> list[SpillFile]:
+    """Every job commit's spill file in ``directory`` (the system temp directory by default), sorted by path.
+
+    Read only: ``status`` reports the files of killed processes, which the next job commit of their job (or
+    an abort) removes.
     """
     folder = directory or tempfile.gettempdir()
-    pattern = re.compile(re.escape(f"{SPILL_PREFIX}{job_id}-") + r"(\d+)-[^-]+" + re.escape(SPILL_SUFFIX) + r"\Z")
-    removed: list[str] = []
+    found: list[SpillFile] = []
     try:
         names = os.listdir(folder)
     except OSError as error:
-        log.warning("Cannot list %s for spill files of dead job commits: %s", folder, error)
-        return removed
-    for name in names:
-        match = pattern.match(name)
-        if match is None or _process_is_alive(int(match.group(1))):
+        log.warning("Cannot list %s for spill files: %s", folder, error)
+        return found
+    for name in sorted(names):
+        match = _ANY_SPILL_FILE.match(name)
+        if match is None:
             continue
         path = os.path.join(folder, name)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-            removed.append(path)
-            log.info("Removed %s, the spill file of a job commit of %s that was killed", path, job_id)
-    return removed
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            continue  # removed in between
+        pid = int(match.group(2))
+        found.append(SpillFile(path, match.group(1), pid, size, _process_is_alive(pid)))
+    return found

@@ -15,6 +15,11 @@ COMMIT_STARTED_MARKER = "commit-started"
 COMMIT_FINISHED_MARKER = "commit-finished"
 JOURNAL_DIR = "journal"
 PREVIOUS_SUCCESS = "previous-" + SUCCESS_MARKER
+TRASH_DIR = ".trash"
+"""Under ``_temporary``: committed jobs' state waiting to be deleted. A leading dot makes it no valid job id, so
+whatever lists ``_temporary`` for jobs (``status``, ``rollback``) must skip it: it never holds a live job."""
+TRASH_SEPARATOR = "="
+"""Between the job id and the unique part of a trash entry's name: a character no id may hold."""
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*\Z")
 
 
@@ -24,6 +29,12 @@ ID_RULE = "use letters, digits and . _ : + - (no '/', spaces or '..')"
 def is_valid_id(value: object) -> bool:
     """Ids become directory and file names, so they must be plain names: no ``/``, spaces or ``..``."""
     return isinstance(value, str) and _ID_PATTERN.match(value) is not None and ".." not in value
+
+
+def trash_entry_job_id(name: str) -> str | None:
+    """The job id of a trash entry's name ``<jobId>=<unique>``; ``None`` for any other name."""
+    job_id, separator, unique = name.partition(TRASH_SEPARATOR)
+    return job_id if separator and unique and is_valid_id(job_id) else None
 
 
 def check_id(kind: str, value: str) -> str:
@@ -94,6 +105,17 @@ class JobPaths:
         """Where a job commit keeps the ``_SUCCESS`` it replaces, so an abort before the commit point can put it
         back."""
         return posixpath.join(self.job_attempt_dir, PREVIOUS_SUCCESS)
+
+    @property
+    def trash_dir(self) -> str:
+        """``_temporary/.trash``: where a committed job's state is moved in one call, to be deleted after
+        ``commit_job`` returns (``stages/cleanup.py``)."""
+        return posixpath.join(self.temporary_dir, TRASH_DIR)
+
+    def trash_entry(self, unique: str) -> str:
+        """``_temporary/.trash/<jobId>=<unique>``: this job's directory once moved into the trash; the job id
+        first, so a rerun finds its own ``commit-finished`` there with one listing."""
+        return posixpath.join(self.trash_dir, self.job_id + TRASH_SEPARATOR + unique)
 
     def task_attempt_dir(self, task_attempt_id: str) -> str:
         return posixpath.join(self.task_attempts_dir, task_attempt_id)

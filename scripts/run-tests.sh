@@ -9,6 +9,8 @@ if [ ! -x node_modules/.bin/azurite-blob ]; then
 fi
 # The report tests render the page in Debian's headless Chromium.
 command -v chromium >/dev/null || { echo "== apt-get install chromium"; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
+# The progress-bar test of `manifest-committer commit` runs it on a real pseudo-terminal, under tmux.
+command -v tmux >/dev/null || { echo "== apt-get install tmux"; apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 echo "== ruff format --check"; ruff format --check .
 echo "== ruff check"; ruff check .
 echo "== mypy --strict"; mypy

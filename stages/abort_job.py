@@ -5,13 +5,22 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..entry_file import RenameUnit, remove_dead_spill_files
+from ..entry_file import FileToCommit, RenameUnit, remove_dead_spill_files
 from ..errors import JobStateError, ManifestError
 from ..parallel import run_bounded
 from ..statistic_names import JOB_STAGE_ABORT
 from .base import Stage
 from .cleanup import CleanupArguments, CleanupResult, CleanupStage
-from .journal import CommitRecord, Evidence, Journal, JournalRun, committed_summary, evidence, read_commit_record
+from .journal import (
+    CommitRecord,
+    Evidence,
+    Gate,
+    Journal,
+    JournalRun,
+    committed_summary,
+    evidence,
+    read_commit_record,
+)
 from .load_manifests import LoadManifestsArguments, LoadManifestsStage
 
 log = logging.getLogger(__name__)
@@ -27,6 +36,19 @@ class AbortJobResult:
     files_reverted: int
     directories_removed: int
     cleanup: CleanupResult
+
+
+def rows_to_revert(gate: Gate, journal: Journal, unit: RenameUnit) -> list[FileToCommit]:
+    """The rows of ``unit`` that this job's commit moved, as its journal (and, for rows in doubt, the evidence)
+    shows: what an abort deletes, and what a dry run lists."""
+    history = journal.history(unit)
+    if not history.touched:
+        return []  # no run ever began this unit
+    return [
+        row
+        for index, row in enumerate(unit.rows)
+        if history.recorded_ours(index) or (history.in_doubt(index) and evidence(gate, row) is not Evidence.NONE)
+    ]
 
 
 class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
@@ -95,15 +117,9 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         return reverted, removed
 
     def _revert_unit(self, journal: Journal, unit: RenameUnit) -> int:
-        history = journal.history(unit)
-        if not history.touched:
-            return 0  # no run ever began this unit
         count = 0
-        for index, row in enumerate(unit.rows):
-            ours = history.recorded_ours(index) or (
-                history.in_doubt(index) and evidence(self, row) is not Evidence.NONE
-            )
-            if ours and self.delete_file(row.dest):
+        for row in rows_to_revert(self, journal, unit):
+            if self.delete_file(row.dest):
                 log.debug("Reverted %s", row.dest_url)
                 count += 1
         return count

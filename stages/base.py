@@ -188,6 +188,10 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         per-batch accumulator and settles any error in its slow path through the calls above."""
         self._store.rename_file(source, dest)
 
+    def rename_dir(self, source: str, dest: str) -> None:
+        """Move a tree in one call, never onto anything (only where ``capabilities.directory_rename``)."""
+        self.call(OP_RENAME, lambda: self._store.rename_dir(source, dest), dest)
+
     def delete_file(self, path: str, *, retry: bool = True) -> bool:
         return self.call(OP_DELETE, lambda: self._store.delete_file(path), path, retry=retry)
 

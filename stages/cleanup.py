@@ -1,17 +1,30 @@
-"""Cleanup: delete this job's temporary directory, and nothing of any other job."""
+"""Cleanup: delete this job's temporary directory, and nothing of any other job; after a job commit, off its
+critical path where the store can rename a directory."""
 
 from __future__ import annotations
 
 import enum
 import logging
+import posixpath
+import threading
+import time
+import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from ..config import CommitterConfig
+from ..errors import ManifestError
 from ..parallel import run_bounded
-from ..statistic_names import JOB_STAGE_CLEANUP
+from ..paths import COMMIT_FINISHED_MARKER, JobPaths, trash_entry_job_id
+from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
+from ..success_data import SuccessData
 from .base import Stage
 
 log = logging.getLogger(__name__)
+
+_TRASH_ATTEMPTS = 3
+"""Tries to move the job directory into the trash; a concurrent job's sweep may remove an empty ``.trash``
+between our ``mkdirs`` and the rename."""
 
 
 class CleanupOutcome(enum.Enum):
@@ -19,6 +32,8 @@ class CleanupOutcome(enum.Enum):
     NOTHING_TO_CLEAN_UP = "nothing to clean up"
     DELETED = "deleted"
     PARALLEL_DELETE = "parallel delete"
+    MOVED_TO_TRASH = "moved to trash"
+    """The job's directory left the way in one rename; a background thread deletes it (``trash`` in the result)."""
     FAILURE = "failure"
 
 
@@ -28,15 +43,21 @@ class CleanupArguments:
     parallel: bool = True
     base_first: bool = False
     suppress_errors: bool = False
+    background: bool = False
+    """After the commit point only: move the job directory into the trash and delete it in the background,
+    where the store renames directories in one call; the synchronous delete elsewhere."""
 
     @classmethod
-    def from_config(cls, config: CommitterConfig, *, suppress_errors: bool) -> CleanupArguments:
-        """Hadoop's ``cleanup.*`` keys, and whether a failure is only logged."""
+    def from_config(
+        cls, config: CommitterConfig, *, suppress_errors: bool, background: bool = False
+    ) -> CleanupArguments:
+        """Hadoop's ``cleanup.*`` keys, whether a failure is only logged, and whether to delete in the background."""
         return cls(
             enabled=not config.cleanup_skipped,
             parallel=config.cleanup_parallel_delete,
             base_first=config.cleanup_parallel_delete_base_first,
             suppress_errors=suppress_errors,
+            background=background,
         )
 
 
@@ -45,6 +66,8 @@ class CleanupResult:
     outcome: CleanupOutcome
     delete_calls: int
     error: BaseException | None = None
+    trash: str | None = None
+    """The trash entry the job directory was moved to (``MOVED_TO_TRASH``), deleted in the background."""
 
 
 class CleanupStage(Stage[CleanupArguments, CleanupResult]):
@@ -56,16 +79,75 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
     with the job directory itself. So a kill at any point leaves the record while anything it protects is left,
     and a rerun of ``commit_job`` that finds it finishes the cleanup instead of committing again.
     Hadoop deletes all of ``_temporary`` (its defect D10), which breaks concurrent jobs into one destination.
-    Postcondition: no state of this job is left, unless the outcome is ``FAILURE``.
+
+    In the background (``CleanupArguments.background``: a job commit past its commit point, on a store with
+    ``directory_rename``), ``_temporary/$jobId`` leaves the way in one atomic rename to
+    ``_temporary/.trash/$jobId=<unique>`` and the stage returns. A thread of this process then deletes that
+    entry (``commit-finished`` last, as above) and sweeps the trash of what a process killed mid-delete left,
+    then removes ``.trash`` and ``_temporary`` if empty; ``ManifestCommitter.close()`` and the process exit wait
+    for it (``wait_for_background_cleanup``). Its failures are logged, never raised (the job commit has
+    returned), and the next job commit's sweep deletes what is left. Every promise holds: the move comes after
+    the commit point, and with it ``commit-started`` leaves the job directory, so an abort reverts nothing; a
+    rerun finds ``commit-finished`` in the entry (``summary_in_trash``); nothing lists ``.trash`` for jobs (its
+    name is no valid job id). Object stores, which have no directory rename, keep the synchronous delete.
+
+    Postcondition: no state of this job is left in ``_temporary/$jobId``, unless the outcome is ``FAILURE``;
+    after ``MOVED_TO_TRASH``, none anywhere once the background delete has finished.
     """
 
     name = JOB_STAGE_CLEANUP
 
     def execute(self, arguments: CleanupArguments) -> CleanupResult:
         if not arguments.enabled:
-            return CleanupResult(CleanupOutcome.DISABLED, 0)
+            return CleanupResult(CleanupOutcome.DISABLED, 0)  # cleanup.skipped: nothing deleted or moved
+        if arguments.background and self.capabilities.directory_rename:
+            moved = self._move_to_trash(arguments)
+            if moved is not None:
+                return moved
+        return self._delete_in_place(arguments)
+
+    def _move_to_trash(self, arguments: CleanupArguments) -> CleanupResult | None:
+        """Rename the job directory into the trash and start its background delete; ``None`` if the rename
+        failed (the caller then deletes in place)."""
+        job_dir = self.paths.job_dir
+        entry: str | None = None
+        calls = 0
+        try:
+            if self.info(job_dir) is not None:
+                entry = self.paths.trash_entry(
+                    f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:12]}"
+                )
+                for attempt in range(1, _TRASH_ATTEMPTS + 1):
+                    self.mkdirs(self.paths.trash_dir)
+                    calls += 2
+                    try:
+                        self.rename_dir(job_dir, entry)
+                        break
+                    except FileNotFoundError:
+                        # .trash swept away by a concurrent job between the two calls, or job_dir gone.
+                        if attempt == _TRASH_ATTEMPTS or self.info(job_dir) is None:
+                            raise
+        except Exception as error:
+            log.info("%s: could not move %s into the trash, deleting it in place: %s", self.name, job_dir, error)
+            return None
+        _start_background(self, entry)
+        if entry is None:
+            return CleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP, 0)
+        log.info("%s: moved %s to %s; deleting it in the background", self.name, job_dir, entry)
+        return CleanupResult(CleanupOutcome.MOVED_TO_TRASH, calls, trash=entry)
+
+    def _delete_in_place(self, arguments: CleanupArguments) -> CleanupResult:
         job_dir = self.paths.job_dir
         if self.info(job_dir) is None:
+            # Gone already; what a process killed while deleting this job's trash entry left goes now.
+            if self.capabilities.directory_rename:
+                try:
+                    for entry in self._trash_entries(self.paths.job_id):
+                        self._delete_trash_entry(entry)
+                    if self.remove_empty_dir(self.paths.trash_dir):
+                        self.remove_empty_dir(self.paths.temporary_dir)
+                except Exception as failure:
+                    log.warning("%s: deleting the trash of job %s failed: %s", self.name, self.paths.job_id, failure)
             return CleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP, 0)
         calls = 0
         outcome = CleanupOutcome.DELETED
@@ -90,7 +172,10 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
             if not job_dir_deleted:
                 calls += 1
                 self.delete_dir(job_dir)
-            # Last job out turns off the light: remove _temporary only if nothing else is in it.
+            # Last job out turns off the light: remove _temporary only if nothing else is in it (an empty .trash,
+            # left by a kill between its mkdirs and the move into it, counts as nothing).
+            if self.capabilities.directory_rename:
+                self.remove_empty_dir(self.paths.trash_dir)
             self.remove_empty_dir(self.paths.temporary_dir)
         except Exception as failure:
             outcome, error = CleanupOutcome.FAILURE, failure
@@ -98,6 +183,68 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
             if not arguments.suppress_errors:
                 raise
         return CleanupResult(outcome, calls, error)
+
+    # --- the trash ------------------------------------------------------------------------------------------------
+
+    def _empty_trash(self, first: str | None) -> None:
+        """The background delete: ``first`` (this job's entry), then every other entry, then ``.trash`` and
+        ``_temporary`` if empty. Never raises: the job commit has returned; the next sweep retries."""
+        start = time.perf_counter()
+        try:
+            if first is not None:
+                self._delete_trash_entry(first)
+            for entry in self._trash_entries():
+                if entry != first:
+                    log.info("%s: sweeping %s, left by an earlier cleanup", self.name, self.to_url(entry))
+                    self._delete_trash_entry(entry)
+            self.remove_empty_dir(self.paths.trash_dir)
+            self.remove_empty_dir(self.paths.temporary_dir)
+        except Exception as error:
+            log.warning(
+                "%s: background delete of %s failed; the next job commit into %s sweeps it: %s",
+                self.name,
+                self.to_url(first or self.paths.trash_dir),
+                self.to_url(self.paths.dest),
+                error,
+            )
+            return
+        log.info(
+            "%s: background delete of job %s's state took %.3f s",
+            self.name,
+            self.paths.job_id,
+            time.perf_counter() - start,
+        )
+
+    def _trash_entries(self, job_id: str | None = None) -> list[str]:
+        """Entries of the trash (of ``job_id`` only, if given), by name; names not of the trash's form are left."""
+        try:
+            listed = self.list_dir(self.paths.trash_dir)
+        except FileNotFoundError:
+            return []
+        entries = []
+        for status in listed:
+            owner = trash_entry_job_id(posixpath.basename(status.path.rstrip("/")))
+            if status.is_dir and owner is not None and (job_id is None or owner == job_id):
+                entries.append(status.path.rstrip("/"))
+        return sorted(entries)
+
+    def _delete_trash_entry(self, entry: str) -> None:
+        """Delete one moved job directory, each attempt's ``commit-finished`` last (with the entry itself), so a
+        kill meanwhile leaves a rerun the record that its job is committed. A concurrent sweep of the same
+        entry is fine: what vanished meanwhile is simply gone."""
+        try:
+            attempts = self.list_dir(entry)
+        except FileNotFoundError:
+            return
+        for attempt in sorted(status.path for status in attempts if status.is_dir):
+            try:
+                children = self.list_dir(attempt)
+            except FileNotFoundError:
+                continue
+            for child in sorted(status.path.rstrip("/") for status in children):
+                if posixpath.basename(child) != COMMIT_FINISHED_MARKER:
+                    self.delete_dir(child)
+        self.delete_dir(entry)
 
     def _delete_all_but_the_commit_record(self, parallel: bool) -> int:
         calls = self._delete_task_attempts_in_parallel() if parallel else 0
@@ -121,3 +268,68 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
             # As in Hadoop: the delete of the whole job directory that follows decides the outcome.
             log.info("%s: parallel delete of task attempt directories failed: %s", self.name, error)
         return len(directories)
+
+
+_background_lock = threading.Lock()
+_background: dict[tuple[str, str], list[threading.Thread]] = {}
+"""Background deletes of this process, by (destination, job id): what ``wait_for_background_cleanup`` joins."""
+
+
+def _start_background(stage: CleanupStage, entry: str | None) -> None:
+    """A non-daemon thread, so the interpreter's exit waits for it as ``close()`` does."""
+    key = (stage.paths.dest, stage.paths.job_id)
+    thread = threading.Thread(
+        target=stage._empty_trash, args=(entry,), name=f"manifest-committer-cleanup-{stage.paths.job_id}"
+    )
+    with _background_lock:
+        running = [t for t in _background.get(key, []) if t.is_alive()]
+        _background[key] = [*running, thread]
+        thread.start()
+
+
+def wait_for_background_cleanup(paths: JobPaths | None = None, timeout: float | None = None) -> bool:
+    """Wait for the background deletes this process started (of ``paths``' job, or every one); ``True`` when none
+    is still running. ``ManifestCommitter.close()`` calls it, so the store is clean when a closed committer's
+    ``commit_job`` has returned."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with _background_lock:
+        keys = list(_background) if paths is None else [(paths.dest, paths.job_id)]
+        threads = [thread for key in keys for thread in _background.get(key, [])]
+    for thread in threads:
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    with _background_lock:
+        for key in keys:
+            alive = [thread for thread in _background.get(key, []) if thread.is_alive()]
+            if alive:
+                _background[key] = alive
+            else:
+                _background.pop(key, None)
+        return not any(thread.is_alive() for thread in threads)
+
+
+def summary_in_trash(gate: Stage[Any, Any]) -> SuccessData | None:
+    """This job's summary from its ``commit-finished`` record in the trash: how a rerun of ``commit_job`` after
+    its job directory was moved there (and ``marksuccessfuljobs=false``, so no ``_SUCCESS``) finds the job
+    committed. Looked for only when the job directory is gone, on stores that move it."""
+    if not gate.capabilities.directory_rename or gate.info(gate.paths.job_dir) is not None:
+        return None
+    try:
+        entries = gate.list_dir(gate.paths.trash_dir)
+    except FileNotFoundError:
+        return None
+    attempt = posixpath.basename(gate.paths.job_attempt_dir)
+    for status in sorted(entries, key=lambda status: status.path):
+        name = posixpath.basename(status.path.rstrip("/"))
+        if not status.is_dir or trash_entry_job_id(name) != gate.paths.job_id:
+            continue
+        path = posixpath.join(status.path.rstrip("/"), attempt, COMMIT_FINISHED_MARKER)
+        try:
+            success = SuccessData.from_json(gate.read_bytes(path, OP_LOAD_FILE), gate.to_url(path))
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            continue
+        except ManifestError as error:
+            log.info("Not this job's summary: %s", error)
+            continue
+        if success.success and success.job_id == gate.paths.job_id:
+            return success
+    return None

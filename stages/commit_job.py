@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import fsspec
@@ -22,7 +22,7 @@ from ..statistic_names import (
 from ..store import open_store
 from ..success_data import DIAGNOSTIC_MANIFESTS, SuccessData
 from .base import Stage
-from .cleanup import CleanupArguments, CleanupResult, CleanupStage
+from .cleanup import CleanupArguments, CleanupResult, CleanupStage, summary_in_trash
 from .create_directories import CreateDirectoriesArguments, CreateDirectoriesStage
 from .journal import (
     CommitRecord,
@@ -45,6 +45,10 @@ class CommitJobArguments:
     spill_directory: str | None = None
     accepted_attempts: Mapping[str, str] | None = None
     """Task id -> attempt id to commit; ``None`` commits every manifest (see ``LoadManifestsArguments``)."""
+    progress: Callable[[int, int], None] | None = None
+    """(files done, files in all) during the renames: see ``RenameFilesArguments.progress``."""
+    background_cleanup: bool = True
+    """Delete the job's state after returning, where the store can move it away in one call (``CleanupStage``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,7 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         finished = self._recorded_finish()
         if finished is not None:
             log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
-            cleanup = self._cleanup()
+            cleanup = self._cleanup(arguments)
             return CommitJobResult(finished, 0, 0, cleanup, already_committed=True)
 
         started = read_commit_record(self)
@@ -96,7 +100,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
             else:
                 journal = JournalRun.rerun(self, started.unit_size)
             CreateDirectoriesStage(self.context).apply(CreateDirectoriesArguments(loaded.directories, journal))
-            renamed = RenameFilesStage(self.context).apply(RenameFilesArguments(loaded.entry_file, journal))
+            renamed = RenameFilesStage(self.context).apply(
+                RenameFilesArguments(loaded.entry_file, journal, arguments.progress)
+            )
             self._set_job_counters(loaded, renamed)
             if self.config.validate_output:
                 ValidateOutputStage(self.context).apply(ValidateOutputArguments(loaded.entry_file))
@@ -114,14 +120,19 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         # returns. Deleted last by cleanup.
         self.write_bytes(self.paths.commit_finished_path, success.to_json())
 
-        cleanup = self._cleanup()
+        cleanup = self._cleanup(arguments)
         return CommitJobResult(success, loaded.manifest_count, renamed.files_committed, cleanup)
 
-    def _cleanup(self) -> CleanupResult:
+    def _cleanup(self, arguments: CommitJobArguments) -> CleanupResult:
         """After the commit point: a failure is raised unless ``cleanup-failures.ignored``, but the record of
-        the finish outlives everything else, so neither a rerun nor an abort can undo the output."""
+        the finish outlives everything else, so neither a rerun nor an abort can undo the output. Where the
+        store can, the job's state moves into the trash in one call and is deleted after this returns."""
         cleanup = CleanupStage(self.context).apply(
-            CleanupArguments.from_config(self.config, suppress_errors=self.config.cleanup_failures_ignored)
+            CleanupArguments.from_config(
+                self.config,
+                suppress_errors=self.config.cleanup_failures_ignored,
+                background=arguments.background_cleanup,
+            )
         )
         self.context.active_stage = self.name
         return cleanup
@@ -134,8 +145,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
 
     def _recorded_finish(self) -> SuccessData | None:
         """The summary of this job if its commit point has passed: its ``commit-finished`` record, or else its
-        ``_SUCCESS`` in place (a kill between the two, or the job's state already gone)."""
-        return committed_summary(self)
+        ``_SUCCESS`` in place (a kill between the two, or the job's state already gone), or else the record in
+        the trash (the job's state moved there, not yet deleted)."""
+        return committed_summary(self) or summary_in_trash(self)
 
     def _keep_manifests(self, directory: str) -> str | None:
         """Copy the manifests to ``<directory>/<jobId>/`` for later diagnosis.

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from ..admission import JobAdmission, check_manifest_ids
 from ..duplicates import DuplicateHashes
-from ..entry_file import EntryFile, FileToCommit
+from ..entry_file import EntryFile, FileToCommit, spill_prefix
 from ..errors import DuplicateDestinationError, JobStateError, ManifestError
 from ..iostatistics import IOStatisticsSnapshot
 from ..manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
@@ -119,7 +119,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         entry_file = EntryFile(arguments.spill_directory, self.paths.job_id)
         result = LoadManifestsResult(entry_file, [])
         directories: dict[str, TargetDirectory] = {}
-        dest_hashes = DuplicateHashes(os.path.dirname(entry_file.path))
+        dest_hashes = DuplicateHashes(os.path.dirname(entry_file.path), prefix=spill_prefix(self.paths.job_id))
         manifest_of_attempt: dict[str, str] = {}
 
         def absorb(loaded: _LoadedManifest) -> None:

@@ -7,6 +7,7 @@ import heapq
 import logging
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..config import CommitterConfig
@@ -47,6 +48,9 @@ class RenameFilesArguments:
     journal: JournalRun
     """Which run of the job commit this is: where each unit's renames are recorded, and what to read of the
     runs before."""
+    progress: Callable[[int, int], None] | None = None
+    """Called with (files done, files in all) once before the first rename and after each unit, in the thread
+    that runs the stage: per unit, never per file, so the hot rename loop pays nothing for it."""
 
 
 @dataclass(slots=True)
@@ -77,6 +81,24 @@ class _NotMovableError(Exception):
         self.error = error
 
 
+class _ProgressReport:
+    """Hands progress to the caller's callback; a callback that fails is logged once and dropped, never allowed
+    to fail the job commit it only watches."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, total: int) -> None:
+        self.callback = callback
+        self.total = total
+
+    def __call__(self, done: int) -> None:
+        if self.callback is None:
+            return
+        try:
+            self.callback(done, self.total)
+        except Exception as error:
+            log.warning("Progress callback failed; no more progress is reported: %s", describe_error(error))
+            self.callback = None
+
+
 def unit_size(config: CommitterConfig, file_count: int) -> int:
     """Rows per unit of renames: several per thread, large enough to amortise the pool and the journal."""
     per_thread = file_count // (config.io_threads * 4) + 1
@@ -103,6 +125,8 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         result = RenameFilesResult()
         smallest: list[str] = []
         journal = Journal(self, arguments.journal)
+        report = _ProgressReport(arguments.progress, arguments.entry_file.file_count)
+        report(0)
 
         def absorb(batch: _BatchResult) -> None:
             nonlocal smallest
@@ -112,6 +136,7 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             result.recovered += batch.recovered
             self.stats.add_accumulator(batch.durations)
             smallest = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, smallest + batch.filenames)
+            report(result.files_committed)
 
         try:
             run_bounded(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from manifest_committer.duplicates import DuplicateHashes
+from manifest_committer.entry_file import find_spill_files, spill_prefix
 
 
 def spill_files(directory: Path) -> list[str]:
@@ -49,3 +50,14 @@ def test_memory_is_one_run_not_one_entry_per_hash(tmp_path: Path) -> None:
     finally:
         hashes.close()
         hashes.close()
+
+
+def test_the_hash_spill_is_named_for_its_job_and_process(tmp_path: Path) -> None:
+    """A killed job commit's hash runs must be found by the next run's sweep, like its entry file."""
+    with DuplicateHashes(str(tmp_path), run_size=2, prefix=spill_prefix("job-9")) as hashes:
+        for value in range(5):
+            hashes.add(value)
+        (name,) = os.listdir(tmp_path)
+        assert name.startswith(f"manifest-committer-job-9-{os.getpid()}-")
+        assert [found.job_id for found in find_spill_files(str(tmp_path))] == ["job-9"]
+    assert os.listdir(tmp_path) == []

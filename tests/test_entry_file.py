@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from manifest_committer.entry_file import EntryFile, FileToCommit, remove_dead_spill_files
+from manifest_committer.entry_file import EntryFile, FileToCommit, find_spill_files, remove_dead_spill_files
 
 
 def rows(prefix: str, count: int, etag: str | None = None) -> list[FileToCommit]:
@@ -106,6 +106,7 @@ def test_spill_files_of_dead_processes_are_removed_and_no_others(tmp_path: Path)
     dead = dead_pid()
     names = {
         "dead": f"manifest-committer-job-7-{dead}-abc_123.entries",
+        "dead hashes": f"manifest-committer-job-7-{dead}-k1_x.hashes",  # the duplicate check's spill
         "live": f"manifest-committer-job-7-{os.getpid()}-abc_123.entries",
         "other job": f"manifest-committer-job-7-1-{dead}-abc_123.entries",  # job "job-7-1", not "job-7"
         "not ours": f"other-job-7-{dead}-abc.entries",
@@ -113,5 +114,20 @@ def test_spill_files_of_dead_processes_are_removed_and_no_others(tmp_path: Path)
     for name in names.values():
         (tmp_path / name).write_bytes(b"x")
     removed = remove_dead_spill_files(str(tmp_path), "job-7")
-    assert removed == [str(tmp_path / names["dead"])]
-    assert sorted(os.listdir(tmp_path)) == sorted(name for key, name in names.items() if key != "dead")
+    assert sorted(removed) == sorted(str(tmp_path / names[key]) for key in ("dead", "dead hashes"))
+    assert sorted(os.listdir(tmp_path)) == sorted(name for key, name in names.items() if not key.startswith("dead"))
+
+
+def test_find_spill_files_tells_dead_processes_from_live_ones(tmp_path: Path) -> None:
+    with EntryFile(str(tmp_path), "job-a-1") as live:
+        live.append("attempt_1", [])
+        dead = tmp_path / "manifest-committer-job-a-1-999999999-abc.entries"
+        dead.write_bytes(b"12345")
+        (tmp_path / "unrelated.entries").write_bytes(b"")
+        found = find_spill_files(str(tmp_path))
+        assert sorted((f.job_id, f.alive) for f in found) == [("job-a-1", False), ("job-a-1", True)]
+        by_path = {f.path: f for f in found}
+        assert by_path[str(dead)].pid == 999999999
+        assert by_path[str(dead)].size == 5
+        assert by_path[live.path].alive
+        assert dead.exists(), "read only"

@@ -28,6 +28,7 @@ from tests.fixtures.killing import (
     JOB,
     NEXT_JOB,
     TASKS,
+    TRASH_ENTRY,
     Action,
     Event,
     KillPoint,
@@ -131,7 +132,7 @@ class Report:
         left = {
             path: entry
             for path, entry in listing(self.scenario.dest, temporary=True).items()
-            if path == f"_temporary/{JOB}" or path.startswith(f"_temporary/{JOB}/")
+            if path == f"_temporary/{JOB}" or path.startswith((f"_temporary/{JOB}/", f"_temporary/.trash/{JOB}="))
         }
         if left:
             lines = "\n".join(f"  {path}: {entry}" for path, entry in sorted(left.items()))
@@ -241,6 +242,18 @@ def test_a_kill_lands_before_its_step(scenario: Scenario) -> None:
     assert (scenario.dest / "_temporary" / JOB / "00" / "commit-started").is_file()
 
 
+def test_reference_commit_deletes_its_state_in_the_background() -> None:
+    """The job directory leaves the way in one rename; the steps of deleting it afterwards are kill points."""
+    events = commit_reference()
+    moves = [index for index, event in enumerate(events) if event.kind == "rename_dir"]
+    assert len(moves) == 1 and events[moves[0]].label == f"rename_dir _temporary/{JOB} -> {TRASH_ENTRY}"
+    after = [event for event in events[moves[0] + 1 :] if event.label.startswith("delete_dir")]
+    assert after and all(TRASH_ENTRY in event.label for event in after)
+    assert any(
+        point.label.startswith("delete_dir") and TRASH_ENTRY in point.label for point in select_kill_points(events)
+    )
+
+
 # --- kill the job commit, then rerun it ----------------------------------------------------------------------------
 
 
@@ -251,7 +264,11 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
     killed = listing(scenario.dest, temporary=True)
     report = Report(scenario, f"rerun after a kill before {commit_kill.id}", before, killed)
 
-    report.attempt("the rerun's commit_job", lambda: scenario.committer().commit_job())
+    def rerun() -> mc.SuccessData:
+        with scenario.committer() as committer:  # close() waits for the background delete
+            return committer.commit_job()
+
+    report.attempt("the rerun's commit_job", rerun)
 
     actual = listing(scenario.dest)
     actual.pop("_SUCCESS", None)

@@ -749,19 +749,20 @@ def test_abort_job_after_a_successful_commit_keeps_the_output(destination: str) 
 
 
 class FailCleanupAfterSuccess(FaultInjectingStore):
-    """Once ``_SUCCESS`` is in place, every delete in the job's temporary directory fails."""
+    """Once ``_SUCCESS`` is in place, every delete or move in the job's temporary directory fails."""
 
     def rename_file(self, source: str, dest: str) -> None:
         super().rename_file(source, dest)
         if dest.endswith("/_SUCCESS"):
-            self.add_fault(
-                Fault(
-                    "delete_dir",
-                    path_contains="/_temporary/",
-                    error=lambda: PermissionError("cleanup fails"),
-                    times=None,
+            for operation in ("delete_dir", "rename_dir"):  # the move into the trash fails too: delete in place
+                self.add_fault(
+                    Fault(
+                        operation,
+                        path_contains="/_temporary/",
+                        error=lambda: PermissionError("cleanup fails"),
+                        times=None,
+                    )
                 )
-            )
 
 
 @pytest.mark.parametrize("case", ["no _SUCCESS marker", "a later job replaced _SUCCESS", "cleanup failed"])

@@ -22,6 +22,7 @@ OPERATIONS = (
     "list_dir",
     "mkdirs",
     "rename_file",
+    "rename_dir",
     "delete_file",
     "delete_dir",
     "remove_empty_dir",

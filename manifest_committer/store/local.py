@@ -82,6 +82,7 @@ class LocalStore(FsspecStore):
         real_directories=True,
         microsecond_calls=True,
         hidden_checksum_files=True,
+        directory_rename=True,
     )
 
     def __init__(self, fs: Any) -> None:
@@ -133,6 +134,26 @@ class LocalStore(FsspecStore):
                 raise OSError(code, os.strerror(code), source, None, dest)
             self._use_renameat2 = False  # this filesystem lacks RENAME_NOREPLACE
         _link_then_unlink(source, dest)
+
+    def rename_dir(self, source: str, dest: str) -> None:
+        """One ``rename`` of the tree; never onto anything at ``dest`` (``rename`` would replace an empty
+        directory there, so without ``RENAME_NOREPLACE`` the name is first claimed with ``mkdir``)."""
+        if not os.path.isdir(source):
+            raise FileNotFoundError(errno.ENOENT, "rename source is not a directory", source)
+        if self._use_renameat2:
+            if _renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(dest), _RENAME_NOREPLACE) == 0:
+                return
+            code = ctypes.get_errno()
+            if code not in (errno.EINVAL, errno.ENOSYS):
+                raise OSError(code, os.strerror(code), source, None, dest)
+            self._use_renameat2 = False
+        os.mkdir(dest)  # FileExistsError if taken; then the rename replaces only this empty directory of ours
+        try:
+            os.rename(source, dest)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.rmdir(dest)
+            raise
 
     def delete_file(self, path: str) -> bool:
         try:

@@ -59,6 +59,9 @@ class StoreCapabilities:
     hidden_checksum_files: bool = False
     """Hadoop's checksummed filesystem of this store writes a ``.NAME.crc`` beside each ``NAME`` and hides it from
     listings (only ``file://``: ``LocalFileSystem``), so task commit leaves such side files out."""
+    directory_rename: bool = False
+    """``rename_dir`` moves a whole tree in one atomic call (POSIX rename), so a job's state can leave the way at
+    once and be deleted after the job commit returns (``stages/cleanup.py``)."""
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
@@ -115,6 +118,12 @@ class StoreOperations(Protocol):
 
     def rename_file(self, source: str, dest: str) -> None:
         """Move one file; ``FileExistsError`` if anything is at ``dest``, ``FileNotFoundError`` if no source."""
+        ...
+
+    def rename_dir(self, source: str, dest: str) -> None:
+        """Move a directory tree in one atomic call; ``FileExistsError`` if anything is at ``dest``,
+        ``FileNotFoundError`` if no source or no parent of ``dest``. Only where ``capabilities.directory_rename``;
+        ``NotImplementedError`` elsewhere."""
         ...
 
     def delete_file(self, path: str) -> bool:
@@ -265,6 +274,12 @@ class FsspecStore:
                 self.fs.rm_file(source)
             else:
                 self.fs.mv(source, dest)
+
+    def rename_dir(self, source: str, dest: str) -> None:
+        """Object stores have no directory to rename (a "rename" is a copy of every object): not offered."""
+        raise NotImplementedError(
+            f"{self.to_url(source)}: the {self.scheme} store cannot rename a directory in one call"
+        )
 
     def delete_file(self, path: str) -> bool:
         """Delete one file; ``False`` if nothing was there."""

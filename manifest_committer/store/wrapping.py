@@ -71,6 +71,9 @@ class WrappingStore:
     def rename_file(self, source: str, dest: str) -> None:
         self.around("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
 
+    def rename_dir(self, source: str, dest: str) -> None:
+        self.around("rename_dir", f"{source} -> {dest}", lambda: self.inner.rename_dir(source, dest))
+
     def delete_file(self, path: str) -> bool:
         return bool(self.around("delete_file", path, lambda: self.inner.delete_file(path)))
 

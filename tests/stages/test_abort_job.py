@@ -171,8 +171,10 @@ def test_after_the_commit_point_a_failed_cleanup_never_leads_to_a_revert(destina
                 raise PermissionError("denied")
             return super().delete_dir(path)
 
-    with pytest.raises(PermissionError):
-        CommitJobStage(fresh(context, store=HalfDelete(context.store))).apply(CommitJobArguments())
+    with pytest.raises(PermissionError):  # the synchronous delete (object stores, or a failed move to the trash)
+        CommitJobStage(fresh(context, store=HalfDelete(context.store))).apply(
+            CommitJobArguments(background_cleanup=False)
+        )
     result = abort(fresh(context))
     assert result.files_reverted == 0
     assert context.store.read_bytes(dest_path(context, "a.csv")) == b"00"

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import posixpath
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from manifest_committer.errors import JobStateError
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.cleanup import CleanupArguments, CleanupOutcome, CleanupResult, CleanupStage
+from manifest_committer.stages.cleanup import (
+    CleanupArguments,
+    CleanupOutcome,
+    CleanupResult,
+    CleanupStage,
+    summary_in_trash,
+    wait_for_background_cleanup,
+)
 from manifest_committer.statistic_names import JOB_STAGE_CLEANUP, OP_DELETE_DIR
-from manifest_committer.store import Fault, FaultInjectingStore
+from manifest_committer.store import Fault, FaultInjectingStore, FileStatus
+from manifest_committer.success_data import SuccessData
 from tests.fixtures.stage_context import exists, fresh, make_context, set_up_job, task_ids, write_task_output
 
 
@@ -37,8 +48,9 @@ def test_parallel_delete_of_task_attempts_then_the_job(destination: str) -> None
     # On an object store an empty destination is no directory at all.
     assert exists(context, context.paths.dest) or not context.store.capabilities.real_directories
     counters = context.stats.snapshot().counters
-    # Three attempts, the job directory, and removing the then empty _temporary: every call through the gate.
-    assert counters[OP_DELETE_DIR] == 5
+    # Three attempts, the job directory, and removing the then empty _temporary (and .trash, where the store has
+    # one): every call through the gate.
+    assert counters[OP_DELETE_DIR] == 5 + context.store.capabilities.directory_rename
     assert counters[JOB_STAGE_CLEANUP] == 1
 
 
@@ -114,3 +126,80 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(CleanupArguments())
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(CleanupArguments())
+
+
+# --- in the background, through the trash (stores with directory_rename) ------------------------------------------
+
+
+@pytest.fixture
+def local_destination(tmp_path: Path) -> str:
+    """The trash needs a store that renames directories in one call: local disk (the others delete in place)."""
+    return str(tmp_path / "out")
+
+
+def test_background_moves_the_job_into_the_trash_in_one_rename_then_deletes_it(destination: str) -> None:
+    context = job_with_tasks(destination)
+    if not context.store.capabilities.directory_rename:
+        assert clean(context, background=True).outcome is CleanupOutcome.PARALLEL_DELETE  # deleted in place
+        return
+    blocked = threading.Event()
+
+    class Slow(FaultInjectingStore):
+        def list_dir(self, path: str) -> list[FileStatus]:
+            blocked.wait(10)  # the background delete waits until the test has looked
+            return super().list_dir(path)
+
+    result = clean(fresh(context, store=Slow(context.store)), background=True)
+    assert result.outcome is CleanupOutcome.MOVED_TO_TRASH and result.trash is not None
+    assert not exists(context, context.paths.job_dir), "the job's state left the way before the stage returned"
+    assert exists(context, posixpath.join(result.trash, "00", "tasks"))
+    blocked.set()
+    assert wait_for_background_cleanup(context.paths, timeout=10)
+    assert not exists(context, context.paths.temporary_dir)
+
+
+def test_cleanup_skipped_moves_nothing(destination: str) -> None:
+    context = job_with_tasks(destination)
+    assert clean(context, enabled=False, background=True) == CleanupResult(CleanupOutcome.DISABLED, 0)
+    assert exists(context, context.paths.job_dir)
+    assert not exists(context, context.paths.trash_dir)
+
+
+def trash_left_by_a_killed_delete(context: StageContext, job_id: str) -> str:
+    """A trash entry as a process killed mid-delete leaves it: only ``commit-finished`` and an emptied task dir."""
+    entry = posixpath.join(context.paths.trash_dir, f"{job_id}=20260101T000000-abc")
+    context.store.mkdirs(posixpath.join(entry, "00", "tasks"))
+    summary = SuccessData.create(job_id, "JobID", "committer_commit_job")
+    context.store.write_bytes(posixpath.join(entry, "00", "commit-finished"), summary.to_json())
+    return entry
+
+
+def test_the_next_job_commit_sweeps_what_a_killed_delete_left(local_destination: str) -> None:
+    context = job_with_tasks(local_destination)
+    left = trash_left_by_a_killed_delete(context, "job_dead")
+    stray = posixpath.join(context.paths.trash_dir, "not-a-trash-entry")
+    context.store.mkdirs(stray)
+    clean(context, background=True)
+    assert wait_for_background_cleanup(context.paths, timeout=10)
+    assert not exists(context, left)
+    assert exists(context, stray), "only names of the trash's own form are deleted"
+
+
+def test_a_rerun_finds_the_commit_record_in_the_trash(local_destination: str) -> None:
+    """marksuccessfuljobs=false: no _SUCCESS; the job directory moved; the record in the trash says committed."""
+    context = make_context(local_destination, job_id="job_moved")
+    entry = trash_left_by_a_killed_delete(context, "job_moved")
+    trash_left_by_a_killed_delete(context, "job_moved.other")  # another job's entry with a longer id: not ours
+    found = summary_in_trash(CleanupStage(context))
+    assert found is not None and found.job_id == "job_moved"
+    context.store.delete_file(posixpath.join(entry, "00", "commit-finished"))
+    assert summary_in_trash(CleanupStage(fresh(context))) is None
+
+
+def test_abort_deletes_this_jobs_trash_entries_synchronously(local_destination: str) -> None:
+    context = make_context(local_destination, job_id="job_gone")
+    mine = trash_left_by_a_killed_delete(context, "job_gone")
+    other = trash_left_by_a_killed_delete(context, "job_other")
+    assert clean(context) == CleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP, 0)
+    assert not exists(context, mine)
+    assert exists(context, other), "another job's entry is left to its own cleanup or the next sweep"

@@ -11,7 +11,7 @@ import pytest
 
 from manifest_committer.errors import CommitterError, JobStateError, ManifestError, OutputValidationError
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.cleanup import CleanupOutcome
+from manifest_committer.stages.cleanup import CleanupOutcome, wait_for_background_cleanup
 from manifest_committer.stages.commit_job import (
     CommitJobArguments,
     CommitJobResult,
@@ -64,7 +64,10 @@ def test_commits_every_file_and_writes_success(destination: str) -> None:
         for name, data in files.items():
             assert context.store.read_bytes(dest_path(context, name)) == data
     assert (result.manifests_loaded, result.files_committed, result.already_committed) == (2, 4, False)
-    assert result.cleanup is not None and result.cleanup.outcome is CleanupOutcome.PARALLEL_DELETE
+    moved = context.store.capabilities.directory_rename  # then deleted after returning
+    assert result.cleanup is not None
+    assert result.cleanup.outcome is (CleanupOutcome.MOVED_TO_TRASH if moved else CleanupOutcome.PARALLEL_DELETE)
+    assert wait_for_background_cleanup(context.paths, timeout=10)
     assert not exists(context, context.paths.temporary_dir)
 
     saved = SuccessData.from_json(context.store.read_bytes(context.paths.success_path))

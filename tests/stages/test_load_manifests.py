@@ -270,7 +270,9 @@ def test_duplicates_are_found_across_many_spilled_hash_runs(
     destination: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """With tiny hash runs the check goes through spill and merge, and still finds the one repeated file."""
-    monkeypatch.setattr(DuplicateHashes.__init__, "__defaults__", (None, 3, 2))  # run_size 3, fan_in 2
+    monkeypatch.setattr(
+        DuplicateHashes.__init__, "__defaults__", (None, 3, 2, "manifest-committer-")
+    )  # run_size 3, fan_in 2
     spill = tmp_path / "spill"
     spill.mkdir()
     context = make_context(destination)
@@ -288,7 +290,7 @@ def test_duplicates_are_found_across_many_spilled_hash_runs(
 def test_the_hash_spill_file_is_removed_after_a_good_load(
     destination: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(DuplicateHashes.__init__, "__defaults__", (None, 3, 2))
+    monkeypatch.setattr(DuplicateHashes.__init__, "__defaults__", (None, 3, 2, "manifest-committer-"))
     spill = tmp_path / "spill"
     spill.mkdir()
     context = make_context(destination)

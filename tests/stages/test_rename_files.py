@@ -258,3 +258,34 @@ def test_applied_twice_raises(destination: str, spill: EntryFile) -> None:
     stage.apply(RenameFilesArguments(spill, first_run(context, spill)))
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(RenameFilesArguments(spill, first_run(context, spill)))
+
+
+def test_progress_is_reported_per_unit_from_zero_to_the_total(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination, rename_batch_size=4, io_threads=2)
+    add_files(context, spill, [f"f{n:02d}" for n in range(10)])
+    calls: list[tuple[int, int]] = []
+    with ThreadPoolExecutor(2) as pool:
+        context.pool = pool
+        RenameFilesStage(context).apply(
+            RenameFilesArguments(spill, first_run(context, spill), lambda done, total: calls.append((done, total)))
+        )
+    assert calls[0] == (0, 10), "the bar starts before the first rename"
+    assert calls[-1] == (10, 10)
+    units = -(-10 // unit_size(context.config, 10))
+    assert units < 10
+    assert len(calls) == 1 + units, "once at the start and once per unit, never per file"
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+def test_a_failing_progress_callback_never_fails_the_renames(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination, rename_batch_size=2)
+    add_files(context, spill, [f"f{n}" for n in range(5)])
+    calls: list[int] = []
+
+    def broken(done: int, total: int) -> None:
+        calls.append(done)
+        raise RuntimeError("terminal gone")
+
+    result = RenameFilesStage(context).apply(RenameFilesArguments(spill, first_run(context, spill), broken))
+    assert result.files_committed == 5
+    assert calls == [0], "dropped after its first failure"

@@ -1,0 +1,441 @@
+"""``status``: what is in flight under ``DEST/_temporary``, what ``commit`` or ``abort`` would do, the last
+``_SUCCESS``.
+
+Read only: every store call is a read (info, list, read), through a stage's gate like any other, and nothing
+local is removed either (spill files of killed processes are only reported). Manifests, journal records,
+markers and ``_SUCCESS`` are untrusted documents: one that does not parse is reported with the reason, never
+fatal, since a damaged job is exactly what an on-call person runs ``status`` for.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._json import load_json_document
+from ..config import CommitterConfig
+from ..entry_file import find_spill_files
+from ..errors import CommitterError, JobStateError
+from ..iostatistics import StatisticsStore
+from ..manifest import MANIFEST_SUFFIX, TaskManifest
+from ..markers import MarkerPaths, job_liveness, read_markers
+from ..paths import TEMPORARY_DIR, TRASH_DIR, JobPaths
+from ..stages.base import Stage, StageContext
+from ..stages.journal import committed_summary, count_runs, read_commit_record
+from ..statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
+from ..store import StoreOperations
+from ..success_data import SuccessData
+
+log = logging.getLogger(__name__)
+
+STATUS_SCHEMA = "manifest-committer/status/1"
+"""The ``schema`` field of ``status --json``: fields are only ever added under this name."""
+STATUS = "status"
+_ATTEMPT_DIR = re.compile(r"[0-9]{2}\Z")
+_UNIT_RECORD = re.compile(r"(?P<key>.+)\.(?P<kind>intent|done)\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestStatus:
+    """One committed task manifest, from the file itself."""
+
+    url: str
+    task_id: str | None = None
+    task_attempt_id: str | None = None
+    files: int = 0
+    bytes: int = 0
+    error: str | None = None
+    """Why the manifest cannot be used (a job commit would refuse to start)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerStatus:
+    """The write markers of a job attempt (transactional and upload protocols) and whether its driver lives."""
+
+    markers: int = 0
+    batched: bool = False
+    direct: int = 0
+    driver_alive: bool | None = None
+    liveness: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitProgress:
+    """A job commit that began (``commit-started``), and how far its renames got, as its journal shows."""
+
+    accepted: dict[str, str]
+    """Task id -> the attempt the commit accepted."""
+    files: int
+    """Files of the accepted manifests."""
+    files_renamed: int
+    """Files the journal records as moved into the destination."""
+    units: int
+    """Units of renames begun (``unit_size`` files each)."""
+    units_in_doubt: int
+    """Units whose run died before recording how far it got: settled from evidence on rerun or abort."""
+    runs: int
+    """Runs of the job commit begun (1: the first; more: reruns)."""
+    finished: bool
+    """The commit point has passed (``commit-finished`` or this job's ``_SUCCESS``): only cleanup is left."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptStatus:
+    """One job attempt directory ``_temporary/<jobId>/<NN>``."""
+
+    attempt: int
+    url: str
+    task_attempts: list[str] = field(default_factory=list)
+    manifests: list[ManifestStatus] = field(default_factory=list)
+    manifest_files: int = 0
+    manifest_bytes: int = 0
+    markers: MarkerStatus | None = None
+    commit: CommitProgress | None = None
+    would_commit: str = ""
+    would_abort: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    job_id: str
+    attempts: list[AttemptStatus] = field(default_factory=list)
+    other_entries: list[str] = field(default_factory=list)
+    """Entries of the job directory that are not job attempts (another committer's layout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LastSuccess:
+    url: str
+    job_id: str | None = None
+    success: bool | None = None
+    date: str | None = None
+    timestamp: int | None = None
+    committer: str | None = None
+    files: int | None = None
+    bytes: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SpillFileStatus:
+    path: str
+    job_id: str
+    pid: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationStatus:
+    """Everything ``status`` shows; ``to_dict`` is the ``--json`` document."""
+
+    destination: str
+    jobs: list[JobStatus]
+    last_success: LastSuccess | None
+    dead_spill_files: list[SpillFileStatus]
+    state_being_deleted: list[str] = dataclasses.field(default_factory=list)
+    """Entries of ``_temporary/.trash``: the state of committed jobs, moved aside and deleted after their
+    commit returned (or by the next job commit, if that process was killed). Never a job in flight."""
+    schema: str = STATUS_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class _Reads(Stage[None, None]):
+    """A gate for the reads of ``status``: timed, retried and counted as every stage's calls are."""
+
+    name = STATUS
+
+    def execute(self, arguments: None) -> None:
+        raise JobStateError("the status gate is not a step to run")
+
+    def try_read(self, path: str, statistic: str = OP_LOAD_FILE) -> bytes | None:
+        try:
+            return self.read_bytes(path, statistic)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def names(self, path: str) -> list[tuple[str, bool]]:
+        """Entries of a directory as (name, is_dir), sorted; none if it is missing."""
+        try:
+            listing = self.list_dir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return sorted((posixpath.basename(status.path.rstrip("/")), status.is_dir) for status in listing)
+
+
+def inspect_destination(
+    store: StoreOperations, dest: str, config: CommitterConfig | None = None, spill_directory: str | None = None
+) -> DestinationStatus:
+    """The status of the destination at store path ``dest``; a ``CommitterError`` if there is none."""
+    config = config or CommitterConfig()
+    top = _gate(store, config, JobPaths(dest, "-"))
+    try:
+        found = top.info(dest)
+    except Exception as error:
+        if not top.is_auth_error(error):
+            raise
+        raise CommitterError(
+            f"{store.to_url(dest)}: the store refused the request (credentials from {top.credential_sources}): "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    if found is None:
+        raise CommitterError(f"{store.to_url(dest)}: no such destination")
+    jobs = []
+    trash: list[str] = []
+    for job_id, is_dir in top.names(posixpath.join(dest, TEMPORARY_DIR)):
+        if job_id == TRASH_DIR:
+            trash = sorted(name for name, _ in top.names(posixpath.join(dest, TEMPORARY_DIR, TRASH_DIR)))
+        elif is_dir:
+            jobs.append(_inspect_job(store, config, dest, job_id))
+    spill = [
+        SpillFileStatus(found.path, found.job_id, found.pid, found.size)
+        for found in find_spill_files(spill_directory)
+        if not found.alive
+    ]
+    return DestinationStatus(store.to_url(dest), jobs, _last_success(top), spill, trash)
+
+
+def _gate(store: StoreOperations, config: CommitterConfig, paths: JobPaths) -> _Reads:
+    return _Reads(StageContext(config=config, store=store, paths=paths, stats=StatisticsStore()))
+
+
+def _inspect_job(store: StoreOperations, config: CommitterConfig, dest: str, job_id: str) -> JobStatus:
+    job = JobStatus(job_id)
+    reads = _gate(store, config, JobPaths(dest, job_id))
+    for name, is_dir in reads.names(reads.paths.job_dir):
+        if is_dir and _ATTEMPT_DIR.match(name):
+            job.attempts.append(_inspect_attempt(_gate(store, config, JobPaths(dest, job_id, int(name)))))
+        else:
+            job.other_entries.append(name + ("/" if is_dir else ""))
+    return job
+
+
+def _inspect_attempt(reads: _Reads) -> AttemptStatus:
+    paths = reads.paths
+    task_attempts = [name for name, is_dir in reads.names(paths.task_attempts_dir) if is_dir]
+    manifests = [
+        _inspect_manifest(reads, posixpath.join(paths.manifest_dir, name))
+        for name, is_dir in reads.names(paths.manifest_dir)
+        if name.endswith(MANIFEST_SUFFIX)
+    ]
+    markers = _inspect_markers(reads)
+    commit = _inspect_commit(reads, manifests)
+    would_commit, would_abort = _what_would_happen(reads, task_attempts, manifests, markers, commit)
+    return AttemptStatus(
+        attempt=paths.job_attempt,
+        url=reads.to_url(paths.job_attempt_dir),
+        task_attempts=task_attempts,
+        manifests=manifests,
+        manifest_files=sum(m.files for m in manifests),
+        manifest_bytes=sum(m.bytes for m in manifests),
+        markers=markers,
+        commit=commit,
+        would_commit=would_commit,
+        would_abort=would_abort,
+    )
+
+
+def _inspect_manifest(reads: _Reads, path: str) -> ManifestStatus:
+    url = reads.to_url(path)
+    try:
+        data = reads.read_bytes(path, OP_LOAD_MANIFEST)
+        manifest = TaskManifest.from_json(data, url)
+    except (CommitterError, OSError, ValueError) as error:
+        return ManifestStatus(url, error=str(error))
+    return ManifestStatus(url, manifest.task_id, manifest.task_attempt_id, len(manifest.files), manifest.total_size)
+
+
+def _inspect_markers(reads: _Reads) -> MarkerStatus | None:
+    marker_paths = MarkerPaths(reads.paths)
+    if reads.info(marker_paths.markers_dir) is None:
+        return None
+    store, retry = reads.context.store, reads.context.store_retry
+    try:
+        found = read_markers(store, marker_paths, retry)
+    except (CommitterError, OSError) as error:
+        return MarkerStatus(error=str(error))
+    try:
+        liveness = job_liveness(store, marker_paths, retry, expiry_seconds=reads.config.heartbeat_expiry_seconds)
+    except (CommitterError, OSError) as error:
+        return MarkerStatus(len(found.markers), found.batched, found.direct_count, error=str(error))
+    return MarkerStatus(len(found.markers), found.batched, found.direct_count, not liveness.dead, liveness.reason)
+
+
+def _inspect_commit(reads: _Reads, manifests: list[ManifestStatus]) -> CommitProgress | None:
+    record = read_commit_record(reads)
+    finished = committed_summary(reads) is not None
+    if record is None:
+        return CommitProgress({}, 0, 0, 0, 0, 0, finished) if finished else None
+    files = sum(
+        m.files for m in manifests if m.task_id is not None and record.accepted.get(m.task_id) == m.task_attempt_id
+    )
+    renamed, begun, in_doubt = _journal_progress(reads)
+    return CommitProgress(record.accepted, files, renamed, begun, in_doubt, count_runs(reads), finished)
+
+
+def _journal_progress(reads: _Reads) -> tuple[int, int, int]:
+    """(files recorded as moved, units begun, units in doubt) from every run's unit records."""
+    moved: dict[str, int] = {}
+    begun: set[str] = set()
+    for run, is_dir in reads.names(reads.paths.journal_dir):
+        if not is_dir:
+            continue
+        for name, _ in reads.names(posixpath.join(reads.paths.journal_dir, run)):
+            match = _UNIT_RECORD.match(name)
+            if match is None:
+                continue
+            key = match.group("key")
+            begun.add(key)
+            if match.group("kind") == "done":
+                moved[key] = max(moved.get(key, 0), _up_to(reads, posixpath.join(reads.paths.journal_dir, run, name)))
+    return sum(moved.values()), len(begun), len(begun - moved.keys())
+
+
+def _up_to(reads: _Reads, path: str) -> int:
+    data = reads.try_read(path)
+    try:
+        up_to = load_json_document(data or b"", reads.to_url(path))["upTo"]
+    except (CommitterError, KeyError, TypeError):
+        return 0  # torn: counts as missing, as in the journal itself
+    return up_to if isinstance(up_to, int) and not isinstance(up_to, bool) and up_to >= 0 else 0
+
+
+def _what_would_happen(
+    reads: _Reads,
+    task_attempts: list[str],
+    manifests: list[ManifestStatus],
+    markers: MarkerStatus | None,
+    commit: CommitProgress | None,
+) -> tuple[str, str]:
+    state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(manifests)} manifests)"
+    if commit is not None and commit.finished:
+        return (
+            "finish the cleanup only: the commit point has passed and the output is in place",
+            "keep the output (the job is committed) and delete the job's state under _temporary",
+        )
+    if commit is not None:
+        doubt = f", {commit.units_in_doubt} units in doubt (settled from evidence)" if commit.units_in_doubt else ""
+        return (
+            f"resume the interrupted job commit of {len(commit.accepted)} task attempts: "
+            f"{commit.files_renamed:,} of {commit.files:,} files renamed so far per the journal{doubt}",
+            f"revert the {commit.files_renamed:,} files this commit renamed (and any in doubt it moved), remove the "
+            "directories it created, put back an earlier _SUCCESS it moved aside, then "
+            + state
+            + " (abort --dry-run lists them)",
+        )
+    broken = [m for m in manifests if m.error is not None]
+    if broken:
+        return (
+            f"refuse, changing nothing in the destination: {broken[0].error}",
+            state + "; the destination is untouched",
+        )
+    if not manifests and markers is not None:
+        return (
+            "commit no file: the job has write markers but no task manifest (a transactional or upload job? "
+            "use that protocol's committer)",
+            state + "; data files its markers name are not deleted by this abort (use rollback)",
+        )
+    files = sum(m.files for m in manifests)
+    size = sum(m.bytes for m in manifests)
+    return (
+        f"commit {len(manifests)} task manifests: {files:,} files, {size:,} bytes",
+        state + "; the destination is untouched",
+    )
+
+
+def _last_success(reads: _Reads) -> LastSuccess | None:
+    path = reads.paths.success_path
+    url = reads.to_url(path)
+    data = reads.try_read(path)
+    if data is None:
+        return None
+    try:
+        success = SuccessData.from_json(data, url)
+    except (CommitterError, ValueError) as error:
+        return LastSuccess(url, error=str(error))
+    counters = success.iostatistics.counters
+    return LastSuccess(
+        url,
+        success.job_id,
+        success.success,
+        success.date,
+        success.timestamp,
+        success.committer,
+        counters.get(COMMITTER_FILES_COMMITTED),
+        counters.get(COMMITTER_BYTES_COMMITTED),
+    )
+
+
+def format_status(status: DestinationStatus) -> str:
+    """The status for a person: each job and attempt, what commit and abort would do, then the last ``_SUCCESS``."""
+    from ..cli import format_bytes
+
+    lines = [f"Destination {status.destination}"]
+    if not status.jobs:
+        lines.append(f"  No job in flight (nothing under {TEMPORARY_DIR})")
+    for job in status.jobs:
+        lines.append(f"Job {job.job_id}")
+        if job.other_entries:
+            lines.append(f"  Not job attempts (another committer's layout?): {', '.join(job.other_entries)}")
+        for attempt in job.attempts:
+            lines += [
+                f"  Attempt {attempt.attempt:02d}  {attempt.url}",
+                f"    Task attempts:   {len(attempt.task_attempts):,}"
+                + (
+                    f" ({', '.join(attempt.task_attempts[:5])}{', ...' if len(attempt.task_attempts) > 5 else ''})"
+                    if attempt.task_attempts
+                    else ""
+                ),
+                f"    Task manifests:  {len(attempt.manifests):,} committed: {attempt.manifest_files:,} files, "
+                f"{format_bytes(attempt.manifest_bytes)}",
+            ]
+            lines.extend(f"      unusable: {m.error}" for m in attempt.manifests if m.error is not None)
+            if attempt.markers is not None:
+                markers = attempt.markers
+                kind = "batched" if markers.batched else "direct"
+                lines.append(f"    Markers:         {markers.markers:,} ({kind}, {markers.direct:,} direct)")
+                if markers.error is not None:
+                    lines.append(f"      unreadable: {markers.error}")
+                elif markers.driver_alive is not None:
+                    lines.append(
+                        f"    Driver:          {'alive' if markers.driver_alive else 'gone'} ({markers.liveness})"
+                    )
+            commit = attempt.commit
+            if commit is None:
+                lines.append("    Job commit:      not started")
+            elif commit.finished:
+                lines.append("    Job commit:      finished (commit point passed; cleanup not complete)")
+            else:
+                lines.append(
+                    f"    Job commit:      started, interrupted or running: {commit.files_renamed:,} of "
+                    f"{commit.files:,} files renamed (journal), {commit.units:,} units begun, "
+                    f"{commit.units_in_doubt:,} in doubt, {commit.runs} run(s)"
+                )
+            lines += [f"    commit would:    {attempt.would_commit}", f"    abort would:     {attempt.would_abort}"]
+    success = status.last_success
+    if success is None:
+        lines.append("Last _SUCCESS: none")
+    elif success.error is not None:
+        lines.append(f"Last _SUCCESS: unreadable: {success.error}")
+    else:
+        outcome = "SUCCESS" if success.success else "FAILED"
+        figures = ""
+        if success.files is not None:
+            figures = f", {success.files:,} files, {format_bytes(success.bytes or 0)}"
+        lines.append(f"Last _SUCCESS: job {success.job_id}, {outcome}, {success.date}{figures} ({success.committer})")
+    if status.state_being_deleted:
+        lines.append(f"Committed jobs' state being deleted, under {TEMPORARY_DIR}/{TRASH_DIR} (not jobs in flight):")
+        lines.extend(f"  {entry}" for entry in status.state_being_deleted)
+    if status.dead_spill_files:
+        lines.append("Spill files of killed job commits (the next commit or abort of their job removes them):")
+        lines.extend(
+            f"  {spill.path}  (job {spill.job_id}, pid {spill.pid}, {format_bytes(spill.size)})"
+            for spill in status.dead_spill_files
+        )
+    return "\n".join(lines)
