@@ -23,11 +23,14 @@ from .errors import (
 )
 from .iostatistics import IOStatisticsSnapshot, MeanStatistic
 from .manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+from .protocols import PROTOCOLS, Committer, create_committer
 from .success_data import SuccessData
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "PROTOCOLS",
+    "Committer",
     "CommitterConfig",
     "CommitterError",
     "ConfigError",
@@ -49,4 +52,5 @@ __all__ = [
     "TaskManifest",
     "UnsupportedStoreError",
     "__version__",
+    "create_committer",
 ]

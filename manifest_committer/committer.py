@@ -1,4 +1,12 @@
-"""ManifestCommitter: the public entry point, one method per step of the protocol."""
+"""The committers: ``CommitterBase``, the seam every commit protocol shares, and ``ManifestCommitter``, the
+``manifest`` protocol (Hadoop's manifest committer).
+
+A protocol is a small set of stages (``stages/``) driven by a subclass of ``CommitterBase``. The base owns what
+must not differ between protocols: id checks, opening the store (with the test hook ``store_wrapper``), the
+``io.rate`` limit, the one thread pool of a job call, the ``StageContext`` of each call (statistics, retry
+policies, the store gate), the failure and summary reports of ``summary.report.directory``, and ``close()``.
+``protocols.py`` names the protocols and builds their committers (``create_committer``).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +15,13 @@ import functools
 import logging
 import posixpath
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, Self, TypeVar
 
 from .config import MANIFEST_PREFIX, CommitterConfig
 from .errors import CommitterError, ConfigError
@@ -31,11 +40,13 @@ from .stages.setup_task import SetupTaskArguments, SetupTaskStage
 from .statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
 from .store import StoreOperations, open_store
 from .store.rate_limit import RateLimitedStore, TokenBucket
-from .success_data import SuccessData
+from .success_data import COMMITTER_NAME, SuccessData
 
 log = logging.getLogger(__name__)
 
 SUMMARY_FILENAME_FORMAT = "summary-{job_id}.json"
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,14 +64,18 @@ class TaskAttempt:
     work_url: str
 
 
-class ManifestCommitter:
-    """Commits the output of many task attempts into one destination, compatible with Hadoop 3.5's files.
+class CommitterBase(ABC):
+    """The machinery every protocol's committer shares; a subclass adds the protocol's calls as stages.
 
-    Any of the calls may run in another process or machine on a committer built with the same destination,
-    job id and attempt: nothing but the store links them. Each job commit has its own thread pool of
-    ``io.threads``. A committer holds a cloud client: ``close()`` it, or use it as a context manager
-    (``with ManifestCommitter(...) as committer:``), when done.
+    Any call may run in another process or machine on a committer built with the same destination, job id and
+    attempt: nothing but the store links them. A committer holds a cloud client: ``close()`` it, or use it as a
+    context manager, when done.
     """
+
+    protocol: ClassVar[str]
+    """The protocol's name, as ``create_committer`` takes it."""
+    committer_name: ClassVar[str]
+    """What ``_SUCCESS`` and the summary reports hold in their ``committer`` field."""
 
     def __init__(
         self,
@@ -104,7 +119,7 @@ class ManifestCommitter:
         wait_for_background_cleanup(self.paths)
         self._store.close()
 
-    def __enter__(self) -> ManifestCommitter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -119,6 +134,59 @@ class ManifestCommitter:
     @property
     def destination_url(self) -> str:
         return self._store.to_url(self.paths.dest)
+
+    # --- the protocol's own calls (``protocols.Committer``) ---------------------------------------------------
+
+    @abstractmethod
+    def setup_job(self) -> None:
+        """Prepare the job's state; the first call of a job."""
+
+    @abstractmethod
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Prepare a task attempt's private working directory."""
+
+    @abstractmethod
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Commit one task attempt's output, as the protocol does; returns what it committed."""
+
+    @abstractmethod
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Discard a task attempt's output."""
+
+    @abstractmethod
+    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+        """Publish the job's output and return its ``_SUCCESS`` summary."""
+
+    @abstractmethod
+    def abort_job(self) -> object:
+        """Discard the job's temporary state (and, where the protocol can, what it had published)."""
+
+    @abstractmethod
+    def job_is_live(self) -> bool:
+        """Whether the job still accepts task commits (set up, not yet committed or aborted); one store call.
+
+        An engine asks before a late task attempt commits: one that ends after its job must not publish.
+        """
+
+    @abstractmethod
+    def job_state_directories(self) -> list[str]:
+        """The job's temporary directories, deepest first: what a late task attempt's writes may have recreated
+        after the job ended, for the engine to remove if empty."""
+
+    @abstractmethod
+    def task_work_path(self, attempt_id: str) -> str:
+        """The store path of an attempt's private working directory, in the protocol's layout."""
+
+    # --- tasks ----------------------------------------------------------------------------------------------------
+
+    def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """The ``TaskAttempt`` of ids set up elsewhere (no store call)."""
+        check_id("task id", task_id)
+        check_id("task attempt id", attempt_id)
+        work_path = self.task_work_path(attempt_id)
+        return TaskAttempt(task_id, attempt_id, work_path, self._store.data_fs, self._store.to_url(work_path))
+
+    # --- the runtime of one call ----------------------------------------------------------------------------------
 
     def _context(
         self,
@@ -137,6 +205,10 @@ class ManifestCommitter:
             storage_options=self.storage_options,
         )
 
+    def _task_context(self, attempt_id: str) -> StageContext:
+        """A task call's context: statistics of its own, which reach the job only through what the task saves."""
+        return self._context(StatisticsStore(), task_attempt_id=attempt_id)
+
     def _limited_store(self, stats: StatisticsStore) -> StoreOperations:
         """The store of one committer call: under ``io.rate``, every call first takes a token of the one bucket.
 
@@ -144,9 +216,9 @@ class ManifestCommitter:
         the bucket, so the limit holds for the committer as a whole; it is per committer object, hence per
         process, not per cluster. Each call's wait is recorded as ``store_io_rate_limited`` in the statistics
         of the call it served: a job call's waits go to the job's statistics; a task call's go to that task's
-        own statistics, which reach the job through the task's manifest. Recording a task's waits straight
+        own statistics, which reach the job through what the task saves. Recording a task's waits straight
         into the job's statistics would be wrong: a task usually runs in another process, and where it does
-        not, its waits would then be counted twice once its manifest is loaded.
+        not, its waits would then be counted twice once its statistics are loaded.
         """
         bucket = self._rate_limit
         if bucket is None:
@@ -166,73 +238,32 @@ class ManifestCommitter:
         with ThreadPoolExecutor(self.config.io_threads, thread_name_prefix=f"manifest-committer-{self.job_id}") as pool:
             yield pool
 
-    # --- job ------------------------------------------------------------------------------------------------------
+    def _run_job_call(self, run: Callable[[StageContext], R], *, overwrite_report: bool) -> tuple[R, StageContext]:
+        """Run a job call (commit or abort) in its pool and context; on failure save the failure report, re-raise.
 
-    def setup_job(self) -> None:
-        """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
-        SetupJobStage(self._context(self._job_stats)).apply(SetupJobArguments(self.config.mark_successful_jobs))
-
-    def commit_job(
-        self,
-        accepted_attempts: Mapping[str, str] | None = None,
-        *,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> SuccessData:
-        """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary.
-
-        ``accepted_attempts`` (task id -> task attempt id) commits exactly those manifests, as an engine's
-        commit coordinator accepted them, and ignores the rest; a missing one, or one of another attempt, is a
-        ``ManifestError`` and nothing in the destination changes. ``progress`` is called with (files done,
-        files in all) once the manifests are loaded and after each unit of renames (a progress bar's hook; the
-        library itself only logs); a callback that raises is logged and dropped.
-        """
-        start = time.perf_counter()
-        with self._job_pool() as pool:
-            context = self._context(self._job_stats, pool)
-            try:
-                result = CommitJobStage(context).apply(
-                    CommitJobArguments(accepted_attempts=accepted_attempts, progress=progress)
-                )
-            except BaseException as error:
-                self._save_report(self._failure_report(context, error), overwrite=True)
-                raise
-        success = result.success
-        if not result.already_committed:
-            report = copy.copy(success)
-            report.diagnostics = dict(success.diagnostics)
-            report.iostatistics = context.stats.snapshot()
-            self._save_report(report, overwrite=True)
-        log.info(
-            "Job %s committed %d files from %d task manifests into %s in %.3f s",
-            self.job_id,
-            result.files_committed,
-            result.manifests_loaded,
-            self.destination_url,
-            time.perf_counter() - start,
-        )
-        return success
-
-    def abort_job(self) -> AbortJobResult:
-        """Undo the job: revert what an interrupted ``commit_job`` moved and delete the job's state.
-
-        Safe to call any number of times; the output of a committed job (its ``_SUCCESS`` in place) stays.
+        ``overwrite_report=False`` (abort) keeps a report already there: the failure that led to the abort.
         """
         with self._job_pool() as pool:
             context = self._context(self._job_stats, pool)
             try:
-                result = AbortJobStage(context).apply(AbortJobArguments())
+                return run(context), context
             except BaseException as error:
-                self._save_report(self._failure_report(context, error), overwrite=False)
+                self._save_report(self._failure_report(context, error), overwrite=overwrite_report)
                 raise
-        report = SuccessData.create(self.job_id, self.job_id_source, JOB_STAGE_ABORT)
+
+    def _new_summary(self, stage: str) -> SuccessData:
+        """A ``SuccessData`` of this job and protocol, ``stage`` its diagnostics' stage."""
+        summary = SuccessData.create(self.job_id, self.job_id_source, stage)
+        summary.committer = self.committer_name
+        return summary
+
+    def _save_abort_report(self, context: StageContext, stage: str) -> None:
+        report = self._new_summary(stage)
         report.success = False
         report.iostatistics = context.stats.snapshot()
         self._save_report(report, overwrite=False)
-        return result
 
-    def plan_abort(self) -> AbortPlan:
-        """What ``abort_job`` would revert and delete now, decided as it decides; changes nothing (a dry run)."""
-        return PlanAbortStage(self._context(StatisticsStore())).apply(PlanAbortArguments())
+    # --- shared job calls -------------------------------------------------------------------------------------
 
     def delete_destination_files(self, paths: Iterable[str]) -> int:
         """Delete files below the destination that a committed job replaces (Spark's overwrite); returns how many
@@ -254,50 +285,10 @@ class ManifestCommitter:
                 deleted += context.store_retry.call(functools.partial(context.store.delete_file, path))
         return deleted
 
-    # --- tasks ----------------------------------------------------------------------------------------------------
-
-    def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """The ``TaskAttempt`` of ids set up elsewhere (no store call)."""
-        check_id("task id", task_id)
-        check_id("task attempt id", attempt_id)
-        work_path = self.paths.task_attempt_dir(attempt_id)
-        return TaskAttempt(task_id, attempt_id, work_path, self._store.data_fs, self._store.to_url(work_path))
-
-    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """Create the attempt's working directory; write the task's files under ``work_path``."""
-        task = self.task_attempt(task_id, attempt_id)
-        SetupTaskStage(self._context(StatisticsStore(), task_attempt_id=attempt_id)).apply(
-            SetupTaskArguments(task_id, attempt_id)
-        )
-        return task
-
-    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
-        """Scan the attempt's files into a manifest and publish it; the files move only at job commit.
-
-        ``outputs``: a writer that knows what it wrote may say so, as paths relative to ``work_path`` mapped to
-        paths relative to the destination. Then exactly those files are committed, from wherever they are in
-        the attempt directory; a flat attempt directory makes both the task and the job commit cheaper.
-        """
-        try:
-            result = CommitTaskStage(self._context(StatisticsStore(), task_attempt_id=task.attempt_id)).apply(
-                CommitTaskArguments(task.task_id, task.attempt_id, outputs)
-            )
-        except BaseException:
-            # No manifest is saved, so no statistic of this failure could reach the job: the log says it.
-            log.error("Commit of task attempt %s of job %s failed", task.attempt_id, self.job_id)
-            raise
-        return result.manifest
-
-    def abort_task(self, task: TaskAttempt) -> None:
-        """Delete the attempt's working directory; its files will never be committed."""
-        AbortTaskStage(self._context(StatisticsStore(), task_attempt_id=task.attempt_id)).apply(
-            AbortTaskArguments(task.attempt_id)
-        )
-
     # --- reports --------------------------------------------------------------------------------------------------
 
     def _failure_report(self, context: StageContext, error: BaseException) -> SuccessData:
-        report = SuccessData.create(self.job_id, self.job_id_source, context.active_stage)
+        report = self._new_summary(context.active_stage)
         report.record_failure(error)
         report.iostatistics = context.stats.snapshot()
         return report
@@ -327,3 +318,112 @@ class ManifestCommitter:
                 store.close()
             except Exception as error:
                 log.warning("Could not close the store of summary report directory %s: %s", directory, error)
+
+
+class ManifestCommitter(CommitterBase):
+    """Commits the output of many task attempts into one destination, compatible with Hadoop 3.5's files.
+
+    Any of the calls may run in another process or machine on a committer built with the same destination,
+    job id and attempt: nothing but the store links them. Each job commit has its own thread pool of
+    ``io.threads``. A committer holds a cloud client: ``close()`` it, or use it as a context manager
+    (``with ManifestCommitter(...) as committer:``), when done. The shared machinery is ``CommitterBase``'s.
+    """
+
+    protocol = "manifest"
+    committer_name = COMMITTER_NAME
+
+    def task_work_path(self, attempt_id: str) -> str:
+        return self.paths.task_attempt_dir(attempt_id)
+
+    def job_is_live(self) -> bool:
+        """The manifest directory exists from job setup until commit or abort."""
+        status = self._store.info(self.paths.manifest_dir)
+        return status is not None and status.is_dir
+
+    def job_state_directories(self) -> list[str]:
+        return [self.paths.task_attempts_dir, self.paths.job_attempt_dir, self.paths.job_dir]
+
+    # --- job ------------------------------------------------------------------------------------------------------
+
+    def setup_job(self) -> None:
+        """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
+        SetupJobStage(self._context(self._job_stats)).apply(SetupJobArguments(self.config.mark_successful_jobs))
+
+    def commit_job(
+        self,
+        accepted_attempts: Mapping[str, str] | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SuccessData:
+        """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary.
+
+        ``accepted_attempts`` (task id -> task attempt id) commits exactly those manifests, as an engine's
+        commit coordinator accepted them, and ignores the rest; a missing one, or one of another attempt, is a
+        ``ManifestError`` and nothing in the destination changes. ``progress`` is called with (files done,
+        files in all) once the manifests are loaded and after each unit of renames (a progress bar's hook; the
+        library itself only logs); a callback that raises is logged and dropped.
+        """
+        start = time.perf_counter()
+        arguments = CommitJobArguments(accepted_attempts=accepted_attempts, progress=progress)
+        result, context = self._run_job_call(
+            lambda context: CommitJobStage(context).apply(arguments), overwrite_report=True
+        )
+        success = result.success
+        if not result.already_committed:
+            report = copy.copy(success)
+            report.diagnostics = dict(success.diagnostics)
+            report.iostatistics = context.stats.snapshot()
+            self._save_report(report, overwrite=True)
+        log.info(
+            "Job %s committed %d files from %d task manifests into %s in %.3f s",
+            self.job_id,
+            result.files_committed,
+            result.manifests_loaded,
+            self.destination_url,
+            time.perf_counter() - start,
+        )
+        return success
+
+    def abort_job(self) -> AbortJobResult:
+        """Undo the job: revert what an interrupted ``commit_job`` moved and delete the job's state.
+
+        Safe to call any number of times; the output of a committed job (its ``_SUCCESS`` in place) stays.
+        """
+        result, context = self._run_job_call(
+            lambda context: AbortJobStage(context).apply(AbortJobArguments()), overwrite_report=False
+        )
+        self._save_abort_report(context, JOB_STAGE_ABORT)
+        return result
+
+    def plan_abort(self) -> AbortPlan:
+        """What ``abort_job`` would revert and delete now, decided as it decides; changes nothing (a dry run)."""
+        return PlanAbortStage(self._context(StatisticsStore())).apply(PlanAbortArguments())
+
+    # --- tasks ----------------------------------------------------------------------------------------------------
+
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Create the attempt's working directory; write the task's files under ``work_path``."""
+        task = self.task_attempt(task_id, attempt_id)
+        SetupTaskStage(self._task_context(attempt_id)).apply(SetupTaskArguments(task_id, attempt_id))
+        return task
+
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Scan the attempt's files into a manifest and publish it; the files move only at job commit.
+
+        ``outputs``: a writer that knows what it wrote may say so, as paths relative to ``work_path`` mapped to
+        paths relative to the destination. Then exactly those files are committed, from wherever they are in
+        the attempt directory; a flat attempt directory makes both the task and the job commit cheaper.
+        """
+        try:
+            result = CommitTaskStage(self._task_context(task.attempt_id)).apply(
+                CommitTaskArguments(task.task_id, task.attempt_id, outputs)
+            )
+        except BaseException:
+            # No manifest is saved, so no statistic of this failure could reach the job: the log says it.
+            log.error("Commit of task attempt %s of job %s failed", task.attempt_id, self.job_id)
+            raise
+        return result.manifest
+
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Delete the attempt's working directory; its files will never be committed."""
+        AbortTaskStage(self._task_context(task.attempt_id)).apply(AbortTaskArguments(task.attempt_id))

@@ -125,3 +125,66 @@ class JobPaths:
 
     def temp_manifest_path(self, task_attempt_id: str) -> str:
         return posixpath.join(self.manifest_dir, task_attempt_id + MANIFEST_SUFFIX + TEMP_SUFFIX)
+
+
+FILE_OUTPUT_JOB_OWNER = "_JOB"
+FILE_OUTPUT_TASK_REPORTS = "_tasks"
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutputPaths:
+    """Hadoop FileOutputCommitter's layout (the ``v1`` and ``v2`` protocols), in the store's path form.
+
+    ``$dest/_temporary/<appAttempt>/_temporary/<taskAttemptId>/``   a task attempt's work
+    ``$dest/_temporary/<appAttempt>/<taskId>/``                     a task committed by v1
+    ``$dest/_temporary/<appAttempt>/_JOB``                          the job holding this app attempt (ours)
+    ``$dest/_temporary/<appAttempt>/_tasks/<taskId>.json``          what a committed task moved (ours)
+
+    ``appAttempt`` is the job attempt, unpadded, as Hadoop writes it (Spark always uses 0). Hadoop's layout has
+    no job id in it, so two jobs into one destination share it; the two files marked "ours" (names that Hadoop's
+    committed-task listing, which skips only ``_temporary``, would merge, but that no task id can take) let this
+    project refuse the second job instead of mixing them.
+    """
+
+    dest: str
+    app_attempt: int = 0
+
+    @property
+    def pending_dir(self) -> str:
+        return posixpath.join(self.dest, TEMPORARY_DIR)
+
+    @property
+    def job_attempt_dir(self) -> str:
+        return posixpath.join(self.pending_dir, str(self.app_attempt))
+
+    @property
+    def task_attempts_dir(self) -> str:
+        return posixpath.join(self.job_attempt_dir, TEMPORARY_DIR)
+
+    @property
+    def owner_path(self) -> str:
+        return posixpath.join(self.job_attempt_dir, FILE_OUTPUT_JOB_OWNER)
+
+    @property
+    def task_reports_dir(self) -> str:
+        return posixpath.join(self.job_attempt_dir, FILE_OUTPUT_TASK_REPORTS)
+
+    @property
+    def success_path(self) -> str:
+        return posixpath.join(self.dest, SUCCESS_MARKER)
+
+    @property
+    def temp_success_path(self) -> str:
+        return posixpath.join(self.job_attempt_dir, SUCCESS_MARKER + TEMP_SUFFIX)
+
+    def task_attempt_dir(self, task_attempt_id: str) -> str:
+        return posixpath.join(self.task_attempts_dir, task_attempt_id)
+
+    def committed_task_dir(self, task_id: str) -> str:
+        return posixpath.join(self.job_attempt_dir, task_id)
+
+    def task_report_path(self, task_id: str) -> str:
+        return posixpath.join(self.task_reports_dir, task_id + ".json")
+
+    def temp_task_report_path(self, task_attempt_id: str) -> str:
+        return posixpath.join(self.task_reports_dir, task_attempt_id + ".json" + TEMP_SUFFIX)

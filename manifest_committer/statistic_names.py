@@ -21,6 +21,8 @@ TASK_STAGE_SAVE_MANIFEST = "task_stage_save_manifest"
 TASK_STAGE_SAVE_TASK_MANIFEST = "task_stage_save_task_manifest"
 TASK_STAGE_SAVE_SUMMARY_FILE = "task_stage_save_summary_file"
 TASK_STAGE_ABORT_TASK = "task_stage_abort_task"
+# Not in Hadoop: the v1/v2 task commit's move of an attempt's files (FileOutputCommitter keeps no statistics).
+TASK_STAGE_MERGE_FILES = "task_stage_merge_files"
 
 # Counters and samples.
 COMMITTER_FILES_COMMITTED = "committer_files_committed"

@@ -1,4 +1,4 @@
-"""The stages of the manifest committer protocol, one module and one class each.
+"""The stages of the commit protocols, one module and one class each.
 
 In protocol order (the stage name in ``_SUCCESS`` and the statistics is Hadoop's):
 
@@ -19,6 +19,17 @@ Job side
     ``cleanup``             CleanupStage             delete this job's ``_temporary/<jobId>``
     ``commit_job``          CommitJobStage           all of the job side, in that order
     ``abort_job``           AbortJobStage            undo an interrupted commit, then clean up
+
+The ``v1`` and ``v2`` protocols (Hadoop FileOutputCommitter's algorithms, ``file_output_committer.py``)
+    ``file_output_setup_job``   FileOutputSetupJobStage   claim ``_temporary/<appAttempt>`` for the job
+    ``file_output_setup_task``  FileOutputSetupTaskStage  create ``_temporary/<appAttempt>/_temporary/<attempt>``
+    ``merge_paths``             MergePathsStage           Hadoop's mergePaths: move a tree, never overwriting
+    ``file_output_commit_task`` FileOutputCommitTaskStage v1: to ``<taskId>``; v2: into the destination
+    ``file_output_abort_task``  FileOutputAbortTaskStage  delete the attempt's directory
+    ``file_output_commit_job``  FileOutputCommitJobStage  v1: merge committed tasks; both: ``_SUCCESS``, cleanup
+    ``file_output_cleanup``     FileOutputCleanupStage    delete ``_temporary/<appAttempt>``, the claim last
+    ``file_output_abort_job``   FileOutputAbortJobStage   delete the temporary state; nothing is reverted
+    (``file_output_base``: their shared layout and claim check.)
 
 Shared: ``base`` (the stage base: run-once, timing, the gate every store call passes through),
 ``journal`` (the job commit's write-ahead records: the one place that decides whether a destination file is

@@ -115,6 +115,7 @@ def write(
     mode: str = "errorifexists",
     storage_options: Mapping[str, Any] | None = None,
     options: Mapping[str, str] | None = None,
+    protocol: str = "auto",
 ) -> None:
     """Write ``df`` to ``url`` through the manifest committer in any save mode; returns once the job committed.
 
@@ -123,12 +124,14 @@ def write(
     ``options={"partitionOverwriteMode": "dynamic"}`` or the session's ``spark.sql.sources.partitionOverwriteMode``
     only the partitions written). ``storage_options`` reach fsspec on the driver and every executor and must be
     JSON-serialisable. ``options``: writer options such as ``maxRecordsPerFile``, ``maxOpenFiles``,
-    ``compression``, ``header`` and committer keys (``mapreduce.manifest.committer.*``).
+    ``compression``, ``header`` and committer keys (``mapreduce.manifest.committer.*``). ``protocol``: the commit
+    protocol (``manifest_committer.create_committer``; the data source option ``protocol`` too).
     """
     save_mode = SaveMode.parse(mode)
     spark = df.sparkSession
     storage = dict(storage_options or {})
     writer_options = _writer_options(spark, format=format, partition_by=partition_by, storage=storage, options=options)
+    writer_options["protocol"] = protocol
     # Checked here, in the caller's process: inside Spark the same error would arrive as the last line of an
     # AnalysisException. The data source checks again on the driver with exactly these options.
     settings = WriteSettings.from_options(

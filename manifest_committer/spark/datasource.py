@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import posixpath
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,11 +48,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..committer import ManifestCommitter, TaskAttempt
+from ..committer import CommitterBase, TaskAttempt
 from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
+from ..protocols import create_committer, resolve_protocol
 from .formats import FileWriter, OutputFormat, output_format
-from .modes import PartitionOverwriteMode, delete_old_output, list_old_output
+from .modes import OldOutput, PartitionOverwriteMode, delete_old_output, list_old_output
 from .partitioning import partition_path
 
 try:
@@ -81,6 +83,7 @@ OPTION_STORAGE_OPTIONS = "storage_options"
 OPTION_COMPRESSION = "compression"
 OPTION_HEADER = "header"
 OPTION_MAX_OPEN_FILES = "maxopenfiles"
+OPTION_PROTOCOL = "protocol"
 DEFAULT_MAX_OPEN_FILES = 64
 """Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``)."""
 _PLAIN_OPTIONS = frozenset(
@@ -94,6 +97,7 @@ _PLAIN_OPTIONS = frozenset(
         OPTION_COMPRESSION,
         OPTION_HEADER,
         OPTION_MAX_OPEN_FILES,
+        OPTION_PROTOCOL,
     }
 )
 
@@ -132,6 +136,8 @@ class WriteSettings:
     partition_overwrite_mode: PartitionOverwriteMode = PartitionOverwriteMode.STATIC
     storage_options: dict[str, Any] = field(default_factory=dict)
     config: CommitterConfig = field(default_factory=CommitterConfig)
+    protocol: str = "manifest"
+    """The commit protocol (``create_committer``), resolved on the driver so every task uses the same one."""
 
     @classmethod
     def from_options(
@@ -174,7 +180,9 @@ class WriteSettings:
             raise ConfigError(f"storage_options: expected a JSON object, got {storage_text!r}") from None
         if not isinstance(storage_options, dict):
             raise ConfigError(f"storage_options: expected a JSON object, got {storage_text!r}")
+        protocol = resolve_protocol(destination, merged.get(OPTION_PROTOCOL, "auto").strip())
         return cls(
+            protocol=protocol,
             destination=destination,
             job_id=f"spark-{uuid.uuid4()}",
             output_format=output_format(merged.get(OPTION_FORMAT, "parquet"), merged),
@@ -198,11 +206,12 @@ class WriteSettings:
             and self.partition_overwrite_mode is PartitionOverwriteMode.DYNAMIC
         )
 
-    def committer(self, **kwargs: Any) -> ManifestCommitter:
-        """A committer of this job; any process builds the same one."""
-        return ManifestCommitter(
+    def committer(self, **kwargs: Any) -> CommitterBase:
+        """A committer of this job and protocol; any process builds the same one."""
+        return create_committer(
             self.destination,
             self.job_id,
+            self.protocol,
             config=self.config,
             storage_options=self.storage_options,
             job_id_source=JOB_ID_SOURCE,
@@ -344,16 +353,9 @@ class _TaskOutput:
             raise first
 
 
-def _job_is_live(committer: ManifestCommitter) -> bool:
-    """Whether the job still accepts task commits: its manifest directory exists until commit or abort."""
-    status = committer.store.info(committer.paths.manifest_dir)
-    return status is not None and status.is_dir
-
-
-def _remove_empty_job_dirs(committer: ManifestCommitter) -> None:
+def _remove_empty_job_dirs(committer: CommitterBase) -> None:
     """After a late attempt cleaned up behind an ended job, remove the directories its writes recreated."""
-    paths = committer.paths
-    for directory in (paths.task_attempts_dir, paths.job_attempt_dir, paths.job_dir):
+    for directory in committer.job_state_directories():
         with contextlib.suppress(Exception):
             committer.store.remove_empty_dir(directory)
 
@@ -387,18 +389,18 @@ class ManifestWriter(DataSourceArrowWriter):
                         output.write(batch)
             finally:
                 output.close()
-            if not _job_is_live(committer):
+            if not committer.job_is_live():
                 # Spark killed this attempt (a speculation loser, or a failed stage) and its input just ended:
                 # the job was committed or aborted meanwhile. Publishing now would leave debris in _temporary.
                 raise JobStateError(
-                    f"{committer.store.to_url(committer.paths.manifest_dir)}: job {self.settings.job_id} ended "
+                    f"{committer.destination_url}: job {self.settings.job_id} ended "
                     f"before task attempt {attempt_id} could commit"
                 )
             committer.commit_task(task, output.outputs)
         except BaseException:
             with contextlib.suppress(Exception):
                 committer.abort_task(task)
-            if not _job_is_live(committer):
+            if not committer.job_is_live():
                 _remove_empty_job_dirs(committer)
             raise
         return ManifestCommitMessage(
@@ -446,6 +448,9 @@ class ManifestWriter(DataSourceArrowWriter):
         if settings.overwrite:
             written = {d for message in accepted for d in message.partitions} if settings.dynamic_overwrite else None
             old = list_old_output(fs, committer.paths.dest, written)
+            # Under v2 the accepted attempts' files are in the destination already: they are new, not old.
+            new = {posixpath.join(committer.paths.dest, f) for message in accepted for f in message.files}
+            old = OldOutput(tuple(f for f in old.files if f not in new), old.directories)
         # Only the attempts whose messages Spark's commit coordinator let through; manifests of losers, denied
         # or killed attempts stay in _temporary and go with it.
         committer.commit_job(accepted_attempts={message.task_id: message.task_attempt_id for message in accepted})

@@ -21,7 +21,7 @@ from ..paths import TEMPORARY_DIR
 from ..success_data import SUCCESS_MARKER
 
 if TYPE_CHECKING:
-    from ..committer import ManifestCommitter
+    from ..committer import CommitterBase
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def list_old_output(fs: Any, destination: str, partition_dirs: Iterable[str] | N
     return OldOutput(tuple(sorted(files)), tuple(sorted(directories)))
 
 
-def delete_old_output(committer: ManifestCommitter, old: OldOutput) -> int:
+def delete_old_output(committer: CommitterBase, old: OldOutput) -> int:
     """Delete the listed files through the committer (its retry policy), then every listed directory left empty;
     returns the number of files deleted.
 

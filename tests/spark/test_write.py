@@ -315,3 +315,29 @@ def test_timestamp_and_date_partitions_match_spark_in_the_session_time_zone(
         assert ours == spark.read.parquet(str(tmp_path / "spark")).orderBy("id").collect()
     finally:
         spark.conf.set("spark.sql.session.timeZone", previous or "UTC")
+
+
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+def test_every_protocol_writes_appends_and_overwrites(spark: SparkSession, tmp_path: Path, protocol: str) -> None:
+    """The helper's ``protocol=`` and the data source option ``protocol``; ``_SUCCESS`` names the protocol."""
+    out = tmp_path / "out"
+    mcs.write(frame(spark, ROWS[:20]), str(out), partition_by=["country"], mode="append", protocol=protocol)
+    mcs.register(spark)
+    frame(spark, ROWS[20:]).write.format("manifest").option("protocol", protocol).option("partitionBy", "country").mode(
+        "append"
+    ).save(str(out))
+    assert read_back(spark, out) == sorted(ROWS)
+    old = set(data_files(out))
+
+    mcs.write(frame(spark, ROWS[:5]), str(out), mode="overwrite", protocol=protocol)
+
+    assert read_back(spark, out) == sorted(ROWS[:5])
+    assert not old & set(data_files(out))
+    expected = "org.apache.hadoop.mapreduce.lib.output.committer.manifest.ManifestCommitter"
+    assert mc.SuccessData.load(str(out / "_SUCCESS")).committer == (expected if protocol == "manifest" else protocol)
+    assert_no_job_state(out)
+
+
+def test_an_unknown_protocol_is_refused_before_spark_runs(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(mc.CommitterError, match="unknown commit protocol 'v9'"):
+        mcs.write(frame(spark), str(tmp_path / "out"), protocol="v9")

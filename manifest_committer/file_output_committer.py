@@ -1,0 +1,157 @@
+"""The ``v1`` and ``v2`` protocols: Hadoop FileOutputCommitter's two algorithms, as baselines.
+
+Both keep Hadoop's layout (``$dest/_temporary/<appAttempt>/_temporary/<taskAttemptId>/`` for a task's work)
+and run on the same seam as the manifest protocol (``CommitterBase``: store, retries, statistics, reports).
+What differs from Hadoop, and why:
+
+- every rename is the store's no-overwrite ``rename_file``: a file already at a target is an
+  ``OutputConflictError`` naming it (Hadoop overwrites), unless ``delete.target.files``;
+- directories are never renamed whole (the store layer has no directory rename; on object stores Hadoop's
+  is file by file too), so a v1 job commit interrupted part-way can be rerun and moves what is left;
+- ``_SUCCESS`` is this project's JSON summary (Hadoop's FileOutputCommitter writes an empty file), with
+  ``committer`` naming the protocol, totals from the task reports under ``_tasks/``;
+- Hadoop lets every job into a destination share ``_temporary/<appAttempt>`` (and deletes all of
+  ``_temporary`` at cleanup). Here the first job holds it (``_JOB``) and a second job's setup is refused until
+  the first commits or aborts; cleanup deletes only that app attempt's directory. ``appAttempt`` is the job
+  attempt (Spark's is always 0); a later attempt does not recover an earlier one's committed tasks.
+
+Kept from Hadoop on purpose: v2 task commit moves files straight into the destination, so committed tasks'
+files are visible before job commit and ``abort_job`` does not remove them; and no abort undoes what an
+interrupted v1 job commit already moved.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import ClassVar, Literal
+
+from .committer import CommitterBase, TaskAttempt
+from .manifest import TaskManifest
+from .paths import FileOutputPaths
+from .stages.file_output_abort_job import FileOutputAbortJobArguments, FileOutputAbortJobResult, FileOutputAbortJobStage
+from .stages.file_output_abort_task import FileOutputAbortTaskArguments, FileOutputAbortTaskStage
+from .stages.file_output_commit_job import FileOutputCommitJobArguments, FileOutputCommitJobStage
+from .stages.file_output_commit_task import FileOutputCommitTaskArguments, FileOutputCommitTaskStage
+from .stages.file_output_setup_job import FileOutputSetupJobArguments, FileOutputSetupJobStage
+from .stages.file_output_setup_task import FileOutputSetupTaskArguments, FileOutputSetupTaskStage
+from .statistic_names import JOB_STAGE_ABORT
+from .success_data import SuccessData
+
+log = logging.getLogger(__name__)
+
+
+class FileOutputCommitter(CommitterBase):
+    """Hadoop FileOutputCommitter's algorithm ``algorithm`` (1 or 2) on the shared seam; see the module."""
+
+    algorithm: ClassVar[Literal[1, 2]]
+
+    @property
+    def layout(self) -> FileOutputPaths:
+        return FileOutputPaths(self.paths.dest, self.paths.job_attempt)
+
+    def task_work_path(self, attempt_id: str) -> str:
+        return self.layout.task_attempt_dir(attempt_id)
+
+    def job_is_live(self) -> bool:
+        """``_JOB`` names this job from setup until the end of commit or abort."""
+        try:
+            holder = self._store.read_bytes(self.layout.owner_path)
+        except FileNotFoundError:
+            return False
+        return holder.decode("utf-8", errors="replace").strip() == self.job_id
+
+    def job_state_directories(self) -> list[str]:
+        layout = self.layout
+        return [layout.task_attempts_dir, layout.job_attempt_dir, layout.pending_dir]
+
+    # --- job ------------------------------------------------------------------------------------------------------
+
+    def setup_job(self) -> None:
+        """Claim ``_temporary/<appAttempt>`` for this job; remove an older ``_SUCCESS`` if the marker is on."""
+        FileOutputSetupJobStage(self._context(self._job_stats)).apply(
+            FileOutputSetupJobArguments(self.config.mark_successful_jobs)
+        )
+
+    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+        """v1: merge every committed task into the destination; v2: nothing left to move. Write ``_SUCCESS``."""
+        start = time.perf_counter()
+        arguments = FileOutputCommitJobArguments(self.algorithm, self.committer_name, accepted_attempts)
+        result, context = self._run_job_call(
+            lambda context: FileOutputCommitJobStage(context).apply(arguments), overwrite_report=True
+        )
+        if not result.already_committed:
+            report = SuccessData.from_json(result.success.to_json())
+            report.iostatistics = context.stats.snapshot()
+            self._save_report(report, overwrite=True)
+        log.info(
+            "Job %s (%s) committed %d files of %d tasks into %s in %.3f s",
+            self.job_id,
+            self.protocol,
+            result.files_committed,
+            result.tasks_committed,
+            self.destination_url,
+            time.perf_counter() - start,
+        )
+        return result.success
+
+    def abort_job(self) -> FileOutputAbortJobResult:
+        """Delete the job's temporary state. Nothing in the destination is reverted (see the module)."""
+        result, context = self._run_job_call(
+            lambda context: FileOutputAbortJobStage(context).apply(FileOutputAbortJobArguments()),
+            overwrite_report=False,
+        )
+        self._save_abort_report(context, JOB_STAGE_ABORT)
+        return result
+
+    # --- tasks ----------------------------------------------------------------------------------------------------
+
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Create the attempt's working directory; write the task's files under ``work_path``."""
+        task = self.task_attempt(task_id, attempt_id)
+        FileOutputSetupTaskStage(self._task_context(attempt_id)).apply(
+            FileOutputSetupTaskArguments(task_id, attempt_id)
+        )
+        return task
+
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Move the attempt's files (v1: to the committed task directory; v2: into the destination).
+
+        Returns what moved, as a ``TaskManifest`` whose entries name the final destinations. ``outputs`` as in
+        ``ManifestCommitter.commit_task``: only the declared files move, each to its declared path.
+        """
+        try:
+            result = FileOutputCommitTaskStage(self._task_context(task.attempt_id)).apply(
+                FileOutputCommitTaskArguments(task.task_id, task.attempt_id, self.algorithm, outputs)
+            )
+        except BaseException:
+            log.error("Commit of task attempt %s of job %s (%s) failed", task.attempt_id, self.job_id, self.protocol)
+            raise
+        return result.report
+
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Delete the attempt's working directory; what a committed attempt moved stays."""
+        FileOutputAbortTaskStage(self._task_context(task.attempt_id)).apply(
+            FileOutputAbortTaskArguments(task.attempt_id)
+        )
+
+
+class FileOutputCommitterV1(FileOutputCommitter):
+    """The ``v1`` protocol: task commit moves the attempt to ``_temporary/<appAttempt>/<taskId>``, job commit
+    merges every committed task into the destination. Nothing is visible before job commit."""
+
+    protocol = "v1"
+    committer_name = "v1"
+    algorithm = 1
+
+
+class FileOutputCommitterV2(FileOutputCommitter):
+    """The ``v2`` protocol: task commit merges straight into the destination; job commit writes ``_SUCCESS``.
+
+    Committed tasks' files are visible before job commit, and ``abort_job`` leaves them: Hadoop's v2 flaw, kept.
+    """
+
+    protocol = "v2"
+    committer_name = "v2"
+    algorithm = 2

@@ -1,0 +1,57 @@
+"""FileOutputCleanup: delete this job's ``_temporary/<appAttempt>`` (v1, v2), the job's claim last."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from ..statistic_names import JOB_STAGE_CLEANUP
+from .cleanup import CleanupOutcome
+from .file_output_base import FileOutputStage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutputCleanupArguments:
+    enabled: bool = True
+    suppress_errors: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutputCleanupResult:
+    outcome: CleanupOutcome
+    error: BaseException | None = None
+
+
+class FileOutputCleanupStage(FileOutputStage[FileOutputCleanupArguments, FileOutputCleanupResult]):
+    """Delete everything in ``_temporary/<appAttempt>`` but ``_JOB``, then ``_JOB``, then the empty directories.
+
+    Hadoop deletes all of ``_temporary``, other jobs' and attempts' state too; here only this job's app attempt
+    directory goes, and ``_temporary`` only if nothing else is in it. ``_JOB`` goes last so that a cleanup
+    killed half-way leaves the directory held: no other job can set up there and merge this one's leftovers.
+    Only the job that holds the directory deletes it. Postcondition: no state of this job is left, unless the
+    outcome is ``FAILURE``.
+    """
+
+    name = JOB_STAGE_CLEANUP
+
+    def execute(self, arguments: FileOutputCleanupArguments) -> FileOutputCleanupResult:
+        if not arguments.enabled:
+            return FileOutputCleanupResult(CleanupOutcome.DISABLED)
+        layout = self.layout
+        if self.job_holding_the_layout() != self.paths.job_id:
+            return FileOutputCleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP)
+        try:
+            for child in self.list_dir(layout.job_attempt_dir):
+                if child.path.rstrip("/") != layout.owner_path:
+                    self.delete_dir(child.path)
+            self.delete_file(layout.owner_path)
+            self.remove_empty_dir(layout.job_attempt_dir)
+            self.remove_empty_dir(layout.pending_dir)
+        except Exception as failure:
+            log.warning("%s: cleanup of %s failed: %s", self.name, self.to_url(layout.job_attempt_dir), failure)
+            if not arguments.suppress_errors:
+                raise
+            return FileOutputCleanupResult(CleanupOutcome.FAILURE, failure)
+        return FileOutputCleanupResult(CleanupOutcome.DELETED)

@@ -1,0 +1,58 @@
+"""FileOutputSetupJob: claim Hadoop FileOutputCommitter's ``_temporary/<appAttempt>`` for this job (v1, v2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import JobStateError, OutputConflictError
+from ..statistic_names import JOB_STAGE_SETUP
+from .file_output_base import FileOutputStage
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutputSetupJobArguments:
+    delete_success_marker: bool
+    """Remove an older ``_SUCCESS`` so it cannot be mistaken for this job's, as the manifest protocol does."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutputSetupJobResult:
+    job_attempt_dir: str
+
+
+class FileOutputSetupJobStage(FileOutputStage[FileOutputSetupJobArguments, FileOutputSetupJobResult]):
+    """Create ``_temporary/<appAttempt>/_temporary`` and record this job as its holder in ``_JOB``.
+
+    Hadoop shares that directory between every job into the destination: a second job's commit merges the
+    first one's committed tasks and its cleanup deletes them. Here a second job's setup is refused instead
+    (``JobStateError`` naming the job that holds it; ``abort_job`` of a dead one frees it).
+    Precondition: the destination is not a file; no other job holds the directory, and it is empty if it
+    exists. Postcondition: the task attempts' parent directory exists, ``_JOB`` names this job, and
+    ``_SUCCESS`` is gone if asked.
+    """
+
+    name = JOB_STAGE_SETUP
+
+    def execute(self, arguments: FileOutputSetupJobArguments) -> FileOutputSetupJobResult:
+        dest = self.info(self.paths.dest)
+        if dest is not None and not dest.is_dir:
+            raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
+        layout = self.layout
+        holder = self.job_holding_the_layout()
+        if holder is not None:
+            raise JobStateError(
+                f"{self.to_url(layout.job_attempt_dir)}: held by job {holder}; job {self.paths.job_id} "
+                f"attempt {self.paths.job_attempt} cannot be set up there (Hadoop's v1/v2 layout has one job per "
+                "destination and attempt at a time; abort the other job if it is dead)"
+            )
+        if self.info(layout.job_attempt_dir) is not None and self.list_dir(layout.job_attempt_dir):
+            # No holder but content: a Hadoop job's (which writes no _JOB), or a crash between cleanup's deletes.
+            raise JobStateError(
+                f"{self.to_url(layout.job_attempt_dir)}: holds another writer's state and no job id; job "
+                f"{self.paths.job_id} cannot be set up there (delete it if no job is writing to the destination)"
+            )
+        self.mkdirs(layout.task_attempts_dir)
+        self.write_bytes(layout.owner_path, self.paths.job_id.encode())
+        if arguments.delete_success_marker:
+            self.delete_file(layout.success_path)
+        return FileOutputSetupJobResult(layout.job_attempt_dir)
