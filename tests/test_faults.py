@@ -260,12 +260,16 @@ def cleanup_config(parallel: bool, ignored: bool) -> mc.CommitterConfig:
 
 JOB_DIR_DELETES = Fault("delete_dir", path_contains="/_temporary/job-faults", error=permission_error, times=None)
 """Every delete of the job directory or anything in it fails."""
+NO_MOVE_TO_TRASH = Fault("rename_dir", path_contains="/_temporary/job-faults", error=permission_error, times=None)
+"""The one-call move of the job directory into the trash fails, so cleanup deletes in place, synchronously: the
+path whose delete failures these tests are about (on stores without a directory rename it is the only one)."""
 
 
 @pytest.mark.parametrize("parallel", [True, False])
 def test_cleanup_delete_failure_is_raised(destination: str, parallel: bool) -> None:
     committer, store = committer_with_faults(destination, cleanup_config(parallel, ignored=False))
     expected = three_tasks(committer)
+    store.add_fault(NO_MOVE_TO_TRASH)
     store.add_fault(JOB_DIR_DELETES)
 
     with pytest.raises(PermissionError, match="injected permission error"):
@@ -280,6 +284,7 @@ def test_cleanup_delete_failure_is_raised(destination: str, parallel: bool) -> N
 def test_cleanup_delete_failure_is_ignored_when_configured(destination: str, parallel: bool) -> None:
     committer, store = committer_with_faults(destination, cleanup_config(parallel, ignored=True))
     expected = three_tasks(committer)
+    store.add_fault(NO_MOVE_TO_TRASH)
     store.add_fault(JOB_DIR_DELETES)
 
     success = committer.commit_job()
@@ -294,6 +299,7 @@ def test_failed_task_attempt_deletes_fall_back_to_deleting_the_job_directory(des
     """Hadoop's parallel cleanup records per-attempt delete errors and still deletes the job directory."""
     committer, store = committer_with_faults(destination, cleanup_config(parallel=True, ignored=False))
     expected = three_tasks(committer)
+    store.add_fault(NO_MOVE_TO_TRASH)
     store.add_fault(Fault("delete_dir", path_contains="/tasks/attempt_", error=permission_error, times=None))
 
     committer.commit_job()
@@ -314,6 +320,7 @@ def test_cleanup_after_a_commit_survives_a_failed_delete_and_keeps_the_record_to
     committer, store = committer_with_faults(destination, config)
     expected = three_tasks(committer)
     deletes_before = store.calls["delete_dir"]
+    store.add_fault(NO_MOVE_TO_TRASH)
     store.add_fault(Fault("delete_dir", path_contains="/_temporary/job-faults", error=permission_error, times=1))
 
     committer.commit_job()

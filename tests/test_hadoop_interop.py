@@ -283,13 +283,14 @@ def test_our_job_commit_accepts_hadoop_task_manifests(
     assert any(name.startswith(f"{job_attempt:02d}/tasks/") and name.endswith(".crc") for name in before)
     assert any(name.startswith(f"{job_attempt:02d}/manifests/.") and name.endswith(".crc") for name in before)
 
-    committer = mc.ManifestCommitter(
+    with mc.ManifestCommitter(
         str(odd_destination),
         job_id=job_id,
         job_attempt=job_attempt,
         job_id_source="JobID" if job_uuid is None else "spark.sql.sources.writeJobUUID",
-    )
-    summary = committer.commit_job()
+    ) as committer:
+        summary = committer.commit_job()
+    # Closed: the job's state, moved aside at the commit point, is deleted by now.
 
     tree = _tree(odd_destination)
     assert not [name for name in tree if name.endswith(".crc")]

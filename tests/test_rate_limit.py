@@ -115,6 +115,12 @@ def test_bucket_rejects_bad_settings(rate: float, burst: int) -> None:
 # --- the wrapper --------------------------------------------------------------------------------------------------
 
 
+def _not_offered(call: Callable[[], object]) -> None:
+    """The memory store has no one-call directory rename; the token is taken before the store says so."""
+    with pytest.raises(NotImplementedError):
+        call()
+
+
 def test_every_store_operation_takes_a_token(memory_destination: str) -> None:
     inner, root = open_store(memory_destination, {})
     waits: list[float] = []
@@ -128,6 +134,7 @@ def test_every_store_operation_takes_a_token(memory_destination: str) -> None:
         "read_bytes": lambda: store.read_bytes(root + "/d/a"),
         "copy_file": lambda: store.copy_file(root + "/d/a", root + "/d/b"),
         "rename_file": lambda: store.rename_file(root + "/d/b", root + "/d/c"),
+        "rename_dir": lambda: _not_offered(lambda: store.rename_dir(root + "/d", root + "/e")),
         "delete_file": lambda: store.delete_file(root + "/d/c"),
         "remove_empty_dir": lambda: store.remove_empty_dir(root + "/d"),
         "delete_dir": lambda: store.delete_dir(root + "/d"),
