@@ -92,18 +92,18 @@ def write_partitions(task: mc.TaskAttempt, plan: TaskPlan, attempt: int) -> int:
 def run_task(plan: TaskPlan) -> str:
     """One task in a worker process: its own committer object, attempts until one commits."""
     configure_logging(plan.log_file)
-    committer = mc.ManifestCommitter(plan.destination, job_id=plan.job_id)
-    task_id = f"task_{plan.task_index:05d}"
-    for attempt in range(2):
-        task = committer.setup_task(task_id, f"attempt_{plan.task_index:05d}_{attempt}")
-        try:
-            files = write_partitions(task, plan, attempt)
-        except SimulatedCrashError as crash:
-            committer.abort_task(task)  # what a framework does with a failed attempt
-            print(f"  {task.attempt_id}: {crash}; aborted, retrying", flush=True)
-            continue
-        manifest = committer.commit_task(task)
-        return f"  {task.attempt_id}: committed {len(manifest.files)} files ({files} partitions)"
+    with mc.ManifestCommitter(plan.destination, job_id=plan.job_id) as committer:
+        task_id = f"task_{plan.task_index:05d}"
+        for attempt in range(2):
+            task = committer.setup_task(task_id, f"attempt_{plan.task_index:05d}_{attempt}")
+            try:
+                files = write_partitions(task, plan, attempt)
+            except SimulatedCrashError as crash:
+                committer.abort_task(task)  # what a framework does with a failed attempt
+                print(f"  {task.attempt_id}: {crash}; aborted, retrying", flush=True)
+                continue
+            manifest = committer.commit_task(task)
+            return f"  {task.attempt_id}: committed {len(manifest.files)} files ({files} partitions)"
     raise RuntimeError(f"{task_id}: every attempt failed")
 
 
@@ -141,6 +141,7 @@ def main() -> int:
     on_terminal = sys.stdout.isatty() and sys.stderr.isatty()
     with CommitProgressBar(job_id, sys.stderr, enabled=on_terminal) as bar:
         summary = driver.commit_job(progress=bar)
+    driver.close()  # waits until the job's temporary state is deleted
     print()
     print(format_success(summary, f"{args.dest}/_SUCCESS", max_filenames=5))
     rows, files = count_rows(args.dest)

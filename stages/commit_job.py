@@ -171,7 +171,10 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
                     path,
                 )
 
-            run_bounded(self.context.pool, manifests, copy, max_in_flight=self.context.max_in_flight)
+            try:
+                run_bounded(self.context.pool, manifests, copy, max_in_flight=self.context.max_in_flight)
+            finally:
+                target_store.close()
             return target_store.to_url(target)
         except Exception as error:
             log.warning("Could not keep the manifests of job %s in %s: %s", self.paths.job_id, directory, error)

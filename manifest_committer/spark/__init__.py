@@ -139,7 +139,11 @@ def write(
     )
     check_columns(settings, df.columns)
     store, path = open_store(url, storage)
-    if save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_has_data(store.fs, path):
+    try:
+        holds_data = save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_has_data(store.fs, path)
+    finally:
+        store.close()
+    if holds_data:
         if save_mode is SaveMode.IGNORE:
             return
         raise DestinationExistsError(f"{url}: the destination already holds data (save mode errorifexists)")

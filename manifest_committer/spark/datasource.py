@@ -379,30 +379,30 @@ class ManifestWriter(DataSourceArrowWriter):
         partition_id = context.partitionId()
         spark_attempt = context.taskAttemptId()
         task_id, attempt_id = task_ids(partition_id, spark_attempt)
-        committer = self.settings.committer()
-        task = committer.setup_task(task_id, attempt_id)
-        output = _TaskOutput(task, self.settings, partition_id, spark_attempt)
-        try:
+        with self.settings.committer() as committer:  # closes the committer's own client when the task ends
+            task = committer.setup_task(task_id, attempt_id)
+            output = _TaskOutput(task, self.settings, partition_id, spark_attempt)
             try:
-                for batch in iterator:
-                    if batch.num_rows:
-                        output.write(batch)
-            finally:
-                output.close()
-            if not committer.job_is_live():
-                # Spark killed this attempt (a speculation loser, or a failed stage) and its input just ended:
-                # the job was committed or aborted meanwhile. Publishing now would leave debris in _temporary.
-                raise JobStateError(
-                    f"{committer.destination_url}: job {self.settings.job_id} ended "
-                    f"before task attempt {attempt_id} could commit"
-                )
-            committer.commit_task(task, output.outputs)
-        except BaseException:
-            with contextlib.suppress(Exception):
-                committer.abort_task(task)
-            if not committer.job_is_live():
-                _remove_empty_job_dirs(committer)
-            raise
+                try:
+                    for batch in iterator:
+                        if batch.num_rows:
+                            output.write(batch)
+                finally:
+                    output.close()
+                if not committer.job_is_live():
+                    # Spark killed this attempt (a speculation loser, or a failed stage) and its input just ended:
+                    # the job was committed or aborted meanwhile. Publishing now would leave debris in _temporary.
+                    raise JobStateError(
+                        f"{committer.destination_url}: job {self.settings.job_id} ended "
+                        f"before task attempt {attempt_id} could commit"
+                    )
+                committer.commit_task(task, output.outputs)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    committer.abort_task(task)
+                if not committer.job_is_live():
+                    _remove_empty_job_dirs(committer)
+                raise
         return ManifestCommitMessage(
             job_id=self.settings.job_id,
             partition_id=partition_id,
@@ -442,7 +442,11 @@ class ManifestWriter(DataSourceArrowWriter):
         """On the driver: commit the job from the accepted attempts' manifests, then replace old output."""
         settings = self.settings
         accepted = self.accepted_messages(messages)
-        committer = settings.committer()
+        with settings.committer() as committer:
+            self._commit(committer, accepted)
+
+    def _commit(self, committer: CommitterBase, accepted: list[ManifestCommitMessage]) -> None:
+        settings = self.settings
         fs = committer.store.fs
         old = None
         if settings.overwrite:
@@ -466,7 +470,8 @@ class ManifestWriter(DataSourceArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """On the driver: abort the job; the destination is left as it was before the job."""
-        self.settings.committer().abort_job()
+        with self.settings.committer() as committer:
+            committer.abort_job()
 
 
 class ManifestDataSource(DataSource):
@@ -483,6 +488,7 @@ class ManifestDataSource(DataSource):
         """On the driver: parse the options, check the partition columns and set up the job."""
         settings = WriteSettings.from_options(self.options, overwrite=overwrite, session_conf=self.session_conf)
         check_columns(settings, schema.fieldNames())
-        settings.committer().setup_job()
+        with settings.committer() as committer:
+            committer.setup_job()
         log.info("Set up job %s writing %s into %s", settings.job_id, settings.output_format.name, settings.destination)
         return ManifestWriter(settings)
