@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import CommitterConfig
-from ..errors import ManifestError
 from ..parallel import run_bounded
 from ..paths import COMMIT_FINISHED_MARKER, JobPaths, trash_entry_job_id
 from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
 from ..success_data import SuccessData
 from .base import Stage
+from .journal import this_jobs_summary
 
 log = logging.getLogger(__name__)
 
@@ -324,12 +324,10 @@ def summary_in_trash(gate: Stage[Any, Any]) -> SuccessData | None:
             continue
         path = posixpath.join(status.path.rstrip("/"), attempt, COMMIT_FINISHED_MARKER)
         try:
-            success = SuccessData.from_json(gate.read_bytes(path, OP_LOAD_FILE), gate.to_url(path))
+            data = gate.read_bytes(path, OP_LOAD_FILE)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             continue
-        except ManifestError as error:
-            log.info("Not this job's summary: %s", error)
-            continue
-        if success.success and success.job_id == gate.paths.job_id:
+        success = this_jobs_summary(gate, data, path)
+        if success is not None:
             return success
     return None

@@ -134,16 +134,20 @@ def committed_summary(gate: Gate) -> SuccessData | None:
     """
     for path in (gate.paths.commit_finished_path, gate.paths.success_path):
         data = _read_if_present(gate, path)
-        if data is None:
-            continue
-        try:
-            success = SuccessData.from_json(data, gate.to_url(path))
-        except ManifestError as error:
-            log.info("Not this job's summary: %s", error)
-            continue
-        if success.success and success.job_id == gate.paths.job_id:
+        success = None if data is None else this_jobs_summary(gate, data, path)
+        if success is not None:
             return success
     return None
+
+
+def this_jobs_summary(gate: Gate, data: bytes, path: str) -> SuccessData | None:
+    """The summary in ``data`` (read from ``path``) if it is this job's and successful; ``None`` otherwise."""
+    try:
+        success = SuccessData.from_json(data, gate.to_url(path))
+    except ManifestError as error:
+        log.info("Not this job's summary: %s", error)
+        return None
+    return success if success.success and success.job_id == gate.paths.job_id else None
 
 
 def _read_if_present(gate: Gate, path: str) -> bytes | None:

@@ -125,28 +125,29 @@ class LocalStore(FsspecStore):
         except NotADirectoryError:
             raise FileExistsError(errno.ENOTDIR, "a file is in the way of a parent directory", path) from None
 
+    def _rename_noreplace(self, source: str, dest: str) -> bool:
+        """``renameat2(RENAME_NOREPLACE)``; ``False`` (and not tried again) where the filesystem lacks it."""
+        if not self._use_renameat2:
+            return False
+        if _renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(dest), _RENAME_NOREPLACE) == 0:
+            return True
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOSYS):
+            raise OSError(code, os.strerror(code), source, None, dest)
+        self._use_renameat2 = False  # this filesystem lacks RENAME_NOREPLACE
+        return False
+
     def rename_file(self, source: str, dest: str) -> None:
-        if self._use_renameat2:
-            if _renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(dest), _RENAME_NOREPLACE) == 0:
-                return
-            code = ctypes.get_errno()
-            if code not in (errno.EINVAL, errno.ENOSYS):
-                raise OSError(code, os.strerror(code), source, None, dest)
-            self._use_renameat2 = False  # this filesystem lacks RENAME_NOREPLACE
-        _link_then_unlink(source, dest)
+        if not self._rename_noreplace(source, dest):
+            _link_then_unlink(source, dest)
 
     def rename_dir(self, source: str, dest: str) -> None:
         """One ``rename`` of the tree; never onto anything at ``dest`` (``rename`` would replace an empty
         directory there, so without ``RENAME_NOREPLACE`` the name is first claimed with ``mkdir``)."""
         if not os.path.isdir(source):
             raise FileNotFoundError(errno.ENOENT, "rename source is not a directory", source)
-        if self._use_renameat2:
-            if _renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(dest), _RENAME_NOREPLACE) == 0:
-                return
-            code = ctypes.get_errno()
-            if code not in (errno.EINVAL, errno.ENOSYS):
-                raise OSError(code, os.strerror(code), source, None, dest)
-            self._use_renameat2 = False
+        if self._rename_noreplace(source, dest):
+            return
         os.mkdir(dest)  # FileExistsError if taken; then the rename replaces only this empty directory of ours
         try:
             os.rename(source, dest)
