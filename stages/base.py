@@ -176,6 +176,18 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def read_bytes(self, path: str, statistic: str = OP_LOAD_FILE) -> bytes:
         return self.call(statistic, lambda: self._store.read_bytes(path), path)
 
+    def read_bytes_if_present(self, path: str, statistic: str = OP_LOAD_FILE) -> bytes | None:
+        """A read where absence is an answer (a record not written yet), not a failure: ``None``, and the call
+        is timed without counting ``<statistic>.failures``, which on-call people read as errors."""
+
+        def read() -> bytes | None:
+            try:
+                return self._store.read_bytes(path)
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                return None
+
+        return self.call(statistic, read, path)
+
     def write_bytes(self, path: str, data: bytes, *, retry: bool = True) -> None:
         self.call(OP_SAVE_FILE, lambda: self._store.write_bytes(path, data), path, retry=retry)
 

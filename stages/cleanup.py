@@ -323,11 +323,8 @@ def summary_in_trash(gate: Stage[Any, Any]) -> SuccessData | None:
         if not status.is_dir or trash_entry_job_id(name) != gate.paths.job_id:
             continue
         path = posixpath.join(status.path.rstrip("/"), attempt, COMMIT_FINISHED_MARKER)
-        try:
-            data = gate.read_bytes(path, OP_LOAD_FILE)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            continue
-        success = this_jobs_summary(gate, data, path)
+        data = gate.read_bytes_if_present(path, OP_LOAD_FILE)
+        success = None if data is None else this_jobs_summary(gate, data, path)
         if success is not None:
             return success
     return None

@@ -151,10 +151,7 @@ def this_jobs_summary(gate: Gate, data: bytes, path: str) -> SuccessData | None:
 
 
 def _read_if_present(gate: Gate, path: str) -> bytes | None:
-    try:
-        return gate.read_bytes(path, OP_LOAD_FILE)
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
+    return gate.read_bytes_if_present(path, OP_LOAD_FILE)
 
 
 class Evidence(enum.Enum):

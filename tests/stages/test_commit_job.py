@@ -26,6 +26,7 @@ from manifest_committer.statistic_names import (
     JOB_STAGE_LOAD_MANIFESTS,
     JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
     JOB_STAGE_RENAME_FILES,
+    OP_LOAD_FILE,
 )
 from manifest_committer.store import Fault, FaultInjectingStore
 from manifest_committer.success_data import SuccessData
@@ -224,3 +225,14 @@ def test_commit_finished_holds_the_summary_a_rerun_returns(destination: str) -> 
     assert again.already_committed and again.success.to_json() == first.success.to_json()
     assert not exists(context, context.paths.job_dir)
     assert not exists(context, context.paths.success_path)
+
+
+def test_a_clean_commit_records_no_failed_store_call(destination: str) -> None:
+    """Probing for a record that is not there yet (commit-finished, an earlier _SUCCESS) is an answer, and was
+    counted as ``op_load_file.failures``, which the success printer shows to people looking for errors."""
+    context = job(destination)
+    result = commit(context)
+    assert wait_for_background_cleanup(context.paths, timeout=10)
+    failures = {name: count for name, count in result.success.iostatistics.counters.items() if ".failures" in name}
+    assert failures == {}
+    assert result.success.iostatistics.counters.get(OP_LOAD_FILE, 0) >= 1, "the probes still count as calls"
