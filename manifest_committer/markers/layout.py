@@ -5,7 +5,6 @@ Layout (CONTRACT §6), under ``$dest/_temporary/$jobId/$NN/markers/``::
     <relative dir>/<file name>.marker.CREATE     direct: one empty object per data file
     MARKERS0 ... MARKERS<n-1>                    batched: one marker path per line, each line ending in "\\n"
     MARKERS.type                                 batched: holds BATCHED (absent: the directory is direct)
-    MARKERS<i>.next                              batched, POSIX stores only: the next content of MARKERS<i>
     server.json                                  batched: the marker server's address, for tasks and liveness
     heartbeat                                    direct: the driver's heartbeat, rewritten while the job runs
 
@@ -40,11 +39,10 @@ MARKERS_TYPE_FILE = "MARKERS.type"
 BATCHED = "BATCHED"
 """The content of ``MARKERS.type`` in a batched directory; the only type a directory declares."""
 BATCHED_FILE_PREFIX = "MARKERS"
-NEXT_SUFFIX = ".next"
 SERVER_STATE_FILE = "server.json"
 HEARTBEAT_FILE = "heartbeat"
 
-_BATCHED_FILE = re.compile(r"MARKERS(0|[1-9][0-9]*)(\.next)?\Z")
+_BATCHED_FILE = re.compile(r"MARKERS(0|[1-9][0-9]*)\Z")
 _MARKER_NAME = re.compile(r"(?P<data>.+)\.marker\.(?P<type>[A-Za-z]+)\Z", re.DOTALL)
 _RESERVED_PREFIXES = ("_committed_", "_started_")
 """Names of commit records of the transactional protocol: a marker naming one could make rollback delete a
@@ -104,7 +102,7 @@ def parse_marker(name: object, where: str) -> Marker:
 
 
 def batched_file_index(name: str) -> int | None:
-    """The ``i`` of ``MARKERS<i>`` or ``MARKERS<i>.next``; ``None`` for any other name."""
+    """The ``i`` of ``MARKERS<i>``; ``None`` for any other name."""
     match = _BATCHED_FILE.match(name)
     return int(match.group(1)) if match else None
 

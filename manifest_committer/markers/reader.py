@@ -43,7 +43,7 @@ class MarkerSet:
     direct_count: int
     """Direct markers found (a batched job holds some after a task fell back)."""
     batched_files: tuple[str, ...]
-    """The ``MARKERS<i>`` (and ``.next``) files read."""
+    """The ``MARKERS<i>`` files read."""
 
 
 def parse_batched_lines(data: bytes, path: str) -> tuple[list[Marker], bool]:

@@ -17,10 +17,9 @@ Lessons taken from Hudi's timeline-server markers (``reference/hudi-write-marker
 
 Batching: requests wait in ``pending``; every ``batch.interval.ms`` the scheduler takes them all as one batch
 and hands it, with a free file index ``i < batch.threads``, to a flush thread, which rewrites ``MARKERS<i>``
-whole with its earlier lines plus the batch (one file is touched by one thread at a time). On stores with
-POSIX directories a rewrite is not atomic (the file is truncated first), so there the new content is written
-to ``MARKERS<i>.next`` and swapped in; readers take the union of both, so no acknowledged marker is ever
-only in a half-written file. Object stores replace an object whole, so one write suffices.
+whole with its earlier lines plus the batch (one file is touched by one thread at a time). Every store's
+``write_bytes`` replaces a file whole (the local store writes beside it and renames), so no acknowledged marker
+is ever only in a half-written file.
 
 HTTP API (JSON bodies)::
 
@@ -55,7 +54,7 @@ import orjson
 from ..errors import MarkerError, MarkerServerError
 from ..retry import RetryPolicy, describe_error
 from ..store import StoreOperations
-from .layout import BATCHED, NEXT_SUFFIX, Marker, MarkerPaths, MarkerStoreCalls, batched_file_index, parse_marker
+from .layout import BATCHED, Marker, MarkerPaths, MarkerStoreCalls, batched_file_index, parse_marker
 from .reader import parse_batched_lines, read_marker_type
 
 log = logging.getLogger(__name__)
@@ -204,7 +203,6 @@ class MarkerServer:
         if batch_threads < 1 or batch_interval_ms < 1:
             raise ValueError("batch_threads and batch_interval_ms must be at least 1")
         self._calls = MarkerStoreCalls(store, retry)
-        self._swap_in = store.capabilities.real_directories
         self.paths = paths
         self.batch_interval = batch_interval_ms / 1000.0
         self.batch_threads = batch_threads
@@ -397,16 +395,10 @@ class MarkerServer:
         log.debug("Flushed %d markers to %s (%d lines)", len(batch), path, len(lines))
 
     def _write(self, path: str, data: bytes) -> None:
-        if not self._swap_in:
-            self._calls.write_bytes(path, data)
-            return
-        staged = path + NEXT_SUFFIX
-        self._calls.write_bytes(staged, data)
-        self._calls.delete_file(path)
-        self._calls.rename_file(staged, path)
+        self._calls.write_bytes(path, data)
 
     def _reload(self) -> None:
-        """Rebuild the per-file lines and the recorded set from ``MARKERS<i>`` (and ``.next``) files."""
+        """Rebuild the per-file lines and the recorded set from the ``MARKERS<i>`` files."""
         try:
             listing = self._calls.list_dir(self.paths.markers_dir)
         except FileNotFoundError:

@@ -239,4 +239,4 @@ def test_both_kinds_on_the_cloud_emulators(cloud_destination: str) -> None:
     assert found.markers == {*batched, direct}
     assert found.batched and found.direct_count == 1
     assert found.data_files == {f"{job.paths.dest}/{marker.data_file}" for marker in found.markers}
-    assert not [path for path in found.batched_files if path.endswith(".next")]  # objects: no staging
+    assert not [path for path in found.batched_files if path.endswith(".next")]  # no staged copies, on any store

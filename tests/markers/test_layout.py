@@ -73,7 +73,7 @@ def test_check_data_file_refuses_empty() -> None:
 
 @pytest.mark.parametrize(
     ("name", "index"),
-    [("MARKERS0", 0), ("MARKERS19", 19), ("MARKERS3.next", 3), ("MARKERS.type", None), ("MARKERS01", None)],
+    [("MARKERS0", 0), ("MARKERS19", 19), ("MARKERS3.next", None), ("MARKERS.type", None), ("MARKERS01", None)],
 )
 def test_batched_file_index(name: str, index: int | None) -> None:
     assert batched_file_index(name) == index

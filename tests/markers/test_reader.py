@@ -47,12 +47,6 @@ def test_a_directory_holding_both_kinds_after_a_fallback_reads_both(job: MarkerJ
     assert found.direct_count == 2
 
 
-def test_staged_next_file_is_read_too(job: MarkerJob) -> None:
-    """A flush interrupted between deleting MARKERS0 and renaming MARKERS0.next leaves only the .next file."""
-    write_batched(job, {"MARKERS0.next": b"a.csv.marker.CREATE\n", "MARKERS1": b"b.csv.marker.CREATE\n"})
-    assert read_markers(job.store, job.paths, job.retry).markers == {Marker("a.csv"), Marker("b.csv")}
-
-
 def test_a_torn_last_line_is_ignored_not_trusted(job: MarkerJob) -> None:
     write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\npart-0.parq"})
     assert read_markers(job.store, job.paths, job.retry).markers == {Marker("a.csv")}
