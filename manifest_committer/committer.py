@@ -16,7 +16,7 @@ import logging
 import posixpath
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -76,6 +76,10 @@ class CommitterBase(ABC):
     """The protocol's name, as ``create_committer`` takes it."""
     committer_name: ClassVar[str]
     """What ``_SUCCESS`` and the summary reports hold in their ``committer`` field."""
+    task_writes_in_place: ClassVar[bool] = False
+    """True where a task's files go straight to their final place (transactional, upload): a writer must then
+    open each file at ``task.work_path + "/" + <its destination-relative path>``, and ``commit_task``'s
+    ``outputs`` can select files but not rename them. Opening files that way works under every protocol."""
 
     def __init__(
         self,
@@ -264,6 +268,20 @@ class CommitterBase(ABC):
         self._save_report(report, overwrite=False)
 
     # --- shared job calls -------------------------------------------------------------------------------------
+
+    def commit_job_replacing(
+        self, replaced: Sequence[str], accepted_attempts: Mapping[str, str] | None = None
+    ) -> tuple[SuccessData, int]:
+        """Commit the job as the new output of the destination, replacing ``replaced`` (overwrite); returns the
+        summary and how many replaced files this call removed from sight.
+
+        ``replaced`` are store paths of files below the destination that the job's output supersedes (what
+        Spark's and the adapters' overwrite found before the commit). The rename-based protocols delete them once
+        the job is committed (never before: a failed commit must leave the old output); the transactional
+        protocol lists them as ``removed`` in its commit record instead, for ``vacuum`` to delete later.
+        """
+        summary = self.commit_job(accepted_attempts)
+        return summary, self.delete_destination_files(replaced)
 
     def delete_destination_files(self, paths: Iterable[str]) -> int:
         """Delete files below the destination that a committed job replaces (Spark's overwrite); returns how many

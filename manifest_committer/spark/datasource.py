@@ -53,7 +53,7 @@ from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, C
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols import create_committer, resolve_protocol
 from .formats import FileWriter, OutputFormat, output_format
-from .modes import OldOutput, PartitionOverwriteMode, delete_old_output, list_old_output
+from .modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output
 from .partitioning import partition_path
 
 try:
@@ -457,8 +457,8 @@ class ManifestWriter(DataSourceArrowWriter):
             old = OldOutput(tuple(f for f in old.files if f not in new), old.directories)
         # Only the attempts whose messages Spark's commit coordinator let through; manifests of losers, denied
         # or killed attempts stay in _temporary and go with it.
-        committer.commit_job(accepted_attempts={message.task_id: message.task_attempt_id for message in accepted})
-        deleted = delete_old_output(committer, old) if old is not None else 0
+        accepted_attempts = {message.task_id: message.task_attempt_id for message in accepted}
+        _, deleted = commit_replacing(committer, old, accepted_attempts)
         log.info(
             "Job %s committed %d tasks, %d rows into %s; %d old files replaced",
             settings.job_id,

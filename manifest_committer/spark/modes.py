@@ -3,7 +3,8 @@
 Overwrite never deletes before the job commit: the files present before it are listed first, the job commits,
 and only then are those listed files deleted. A failed job therefore leaves the old content in place; a reader
 during the short window after the commit may see old and new files together. Dynamic partition overwrite does
-the same, restricted to the partition directories the job wrote.
+the same, restricted to the partition directories the job wrote. Under the transactional protocol nothing is
+deleted: the commit record lists the old files as ``removed``, which readers honour at once (no window).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import enum
 import logging
 import posixpath
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from ..success_data import SUCCESS_MARKER
 
 if TYPE_CHECKING:
     from ..committer import CommitterBase
+    from ..success_data import SuccessData
 
 log = logging.getLogger(__name__)
 
@@ -109,19 +111,25 @@ def list_old_output(fs: Any, destination: str, partition_dirs: Iterable[str] | N
     return OldOutput(tuple(sorted(files)), tuple(sorted(directories)))
 
 
-def delete_old_output(committer: CommitterBase, old: OldOutput) -> int:
-    """Delete the listed files through the committer (its retry policy), then every listed directory left empty;
-    returns the number of files deleted.
+def commit_replacing(
+    committer: CommitterBase, old: OldOutput | None, accepted_attempts: Mapping[str, str] | None
+) -> tuple[SuccessData, int]:
+    """Commit the job; with ``old`` (overwrite), replace that output as the protocol does; returns the summary and
+    the number of old files replaced.
 
-    The files go under the store retry policy: after the commit, a transient error that stopped the deletes would
-    leave old and new rows mixed. An empty directory left behind is harmless, so those removals are best effort.
+    The replaced files go through ``commit_job_replacing`` (deleted under the store retry policy after the commit
+    by the rename-based protocols: a transient error that stopped the deletes would leave old and new rows
+    mixed; listed as ``removed`` by the transactional one). Directories the deletes emptied are then removed,
+    best effort: an empty directory left behind is harmless.
     """
-    deleted = committer.delete_destination_files(old.files)
-    if len(old.files) > deleted:
-        log.debug("%d old output files were already gone", len(old.files) - deleted)
+    if old is None:
+        return committer.commit_job(accepted_attempts), 0
+    summary, replaced = committer.commit_job_replacing(old.files, accepted_attempts)
+    if len(old.files) > replaced:
+        log.debug("%d old output files were already gone", len(old.files) - replaced)
     fs = committer.store.fs
     for directory in sorted(old.directories, key=lambda d: d.count("/"), reverse=True):
         with contextlib.suppress(FileNotFoundError, OSError):
             if not fs.ls(directory, detail=False):
                 fs.rmdir(directory)
-    return deleted
+    return summary, replaced
