@@ -24,7 +24,10 @@ from .errors import (
 from .iostatistics import IOStatisticsSnapshot, MeanStatistic
 from .manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from .protocols import PROTOCOLS, Committer, create_committer
+from .readers import committed_files, vacuum
+from .rollback import RolledBack, rollback
 from .success_data import SuccessData
+from .transactional_committer import TransactionalCommitter
 
 __version__ = "0.1.0"
 
@@ -47,10 +50,15 @@ __all__ = [
     "MeanStatistic",
     "OutputConflictError",
     "OutputValidationError",
+    "RolledBack",
     "SuccessData",
     "TaskAttempt",
     "TaskManifest",
+    "TransactionalCommitter",
     "UnsupportedStoreError",
     "__version__",
+    "committed_files",
     "create_committer",
+    "rollback",
+    "vacuum",
 ]

@@ -19,6 +19,7 @@ from .manifest import TaskManifest
 from .store import StoreOperations
 from .store.factory import S3_PROTOCOLS, _protocol_of
 from .success_data import SuccessData
+from .transactional_committer import TransactionalCommitter
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,7 @@ _BUILT: dict[str, type[CommitterBase]] = {
     "manifest": ManifestCommitter,
     "v1": FileOutputCommitterV1,
     "v2": FileOutputCommitterV2,
+    "transactional": TransactionalCommitter,
 }
 
 

@@ -27,6 +27,8 @@ from ..statistic_names import (
     OP_RENAME,
     OP_SAVE_FILE,
 )
+from ..markers.layout import MarkerPaths
+from ..markers.reader import MarkerSet, read_markers
 from ..store import FileStatus, StoreCapabilities, StoreOperations
 
 log = logging.getLogger(__name__)
@@ -212,6 +214,12 @@ class Stage(ABC, Generic[ArgT, ResultT]):
 
     def remove_empty_dir(self, path: str) -> bool:
         return self.call(OP_DELETE_DIR, lambda: self._store.remove_empty_dir(path), path)
+
+    def read_markers(self, marker_paths: MarkerPaths) -> MarkerSet:
+        """Every write marker of a job attempt, from the files (``markers.reader``), each call under the store
+        retry policy and the whole read timed as ``op_list_status``."""
+        with self.stats.track(OP_LIST_STATUS):
+            return read_markers(self._store, marker_paths, self.context.store_retry)
 
     def save_file_atomically(self, make_bytes: Callable[[], bytes], temp: str, final: str, statistic: str) -> None:
         """Write ``temp``, then rename it over ``final``, retried as a whole up to ``manifest.save.attempts`` times.

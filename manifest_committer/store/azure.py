@@ -267,6 +267,7 @@ class AzureBlobStore(FsspecStore):
             is_dir=is_dir,
             etag=status.etag,
             checksum=None if is_dir else _md5_of(raw),
+            modified=status.modified,
         )
 
     # --- directories: zero-byte blobs with metadata is_directory=true, the convention adlfs and HNS share -----

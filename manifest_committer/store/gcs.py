@@ -125,7 +125,14 @@ class GCSStore(FsspecStore):
         # crc32c and md5 together: either alone is a weak identity for deciding to delete a source.
         crc32c, md5 = raw.get("crc32c"), raw.get("md5Hash")
         checksum = f"crc32c:{crc32c},md5:{md5}" if crc32c else None
-        return FileStatus(path=status.path, size=status.size, is_dir=False, etag=status.etag, checksum=checksum)
+        return FileStatus(
+            path=status.path,
+            size=status.size,
+            is_dir=False,
+            etag=status.etag,
+            checksum=checksum,
+            modified=status.modified,
+        )
 
     # --- directories: zero-byte "dir/" placeholder objects, the convention of gcsfs and the GCS console ------
 

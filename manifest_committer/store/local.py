@@ -106,15 +106,20 @@ class LocalStore(FsspecStore):
         except (FileNotFoundError, NotADirectoryError):
             return None
         is_dir = os.path.isdir(path)
-        return FileStatus(path=path, size=0 if is_dir else st.st_size, is_dir=is_dir)
+        return FileStatus(path=path, size=0 if is_dir else st.st_size, is_dir=is_dir, modified=st.st_mtime)
 
     def list_dir(self, path: str) -> list[FileStatus]:
         result = []
         with os.scandir(path) as entries:
             for entry in entries:
                 is_dir = entry.is_dir(follow_symlinks=False)
-                size = 0 if is_dir else entry.stat(follow_symlinks=False).st_size
-                result.append(FileStatus(path=entry.path, size=size, is_dir=is_dir, is_link=entry.is_symlink()))
+                st = entry.stat(follow_symlinks=False)
+                size = 0 if is_dir else st.st_size
+                result.append(
+                    FileStatus(
+                        path=entry.path, size=size, is_dir=is_dir, is_link=entry.is_symlink(), modified=st.st_mtime
+                    )
+                )
         return result
 
     def mkdirs(self, path: str) -> None:

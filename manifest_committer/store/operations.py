@@ -9,6 +9,7 @@ own module; wrappers (fault injection, rate limiting) implement the protocol by 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import posixpath
 import threading
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ class FileStatus:
     checksum: str | None = None
     is_link: bool = False
     """A symbolic link (only local disk has them): task commit refuses it rather than commit a link."""
+    modified: float | None = None
+    """Last modification, seconds since the epoch, where the store reports it (``vacuum``'s retention)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +233,7 @@ class FsspecStore:
             etag=str(etag).strip('"') if etag else None,
             checksum=str(checksum) if checksum else None,
             is_link=bool(raw.get("islink")),
+            modified=modified_time(raw),
         )
 
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:
@@ -349,6 +353,30 @@ class FsspecStore:
 
     def _is_auth_error_here(self, error: BaseException) -> bool:
         return isinstance(error, PermissionError)
+
+
+def modified_time(raw: dict[str, Any]) -> float | None:
+    """Seconds since the epoch of an fsspec ``info`` dict's modification time, whatever the backend calls it:
+    ``mtime`` (local), ``created`` (memory), ``last_modified`` (adlfs), ``updated`` (gcsfs), ``LastModified`` (s3fs).
+    """
+    for key in ("mtime", "last_modified", "LastModified", "updated", "created"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, datetime.datetime):
+            moment = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+            return moment.timestamp()
+        if isinstance(value, str):
+            try:
+                moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=datetime.UTC)
+            return moment.timestamp()
+    return None
 
 
 def error_chain(error: BaseException) -> list[BaseException]:

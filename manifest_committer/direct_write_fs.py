@@ -1,0 +1,206 @@
+"""A task attempt's filesystem under the transactional protocol: files go straight to their final place.
+
+A task writes as under every protocol, ``task.fs.open(task.work_path + "/year=2024/part-0.parquet", "wb")``.
+Here ``work_path`` is a virtual directory: each file opened for writing below it is created in the destination
+at the same relative directory, its name carrying the job's tid and the attempt's tag
+(``transactions.data_file_name``), and only after its write marker is durable, so that job commit and rollback
+find every file this attempt may have created without listing the destination. What the attempt opened is
+kept in an ``AttemptFiles`` register, which the task commit of the same committer object reads; reads, probes,
+listings and deletes of paths below ``work_path`` see the attempt's own files under their task-side names.
+Paths outside ``work_path`` are refused: a task of this protocol writes nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from fsspec.spec import AbstractFileSystem
+
+from .errors import CommitterError
+from .transactions import data_file_name, is_hidden
+
+log = logging.getLogger(__name__)
+
+_WRITE_MODES = frozenset("wax+")
+
+
+class AttemptFiles:
+    """The files one task attempt opened for writing: task-side relative path -> destination-relative path."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._files: dict[str, str] = {}
+
+    def add(self, relative: str, final: str) -> None:
+        with self._lock:
+            self._files[relative] = final
+
+    def remove(self, relative: str) -> None:
+        with self._lock:
+            self._files.pop(relative, None)
+
+    def get(self, relative: str) -> str | None:
+        with self._lock:
+            return self._files.get(relative)
+
+    def items(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return sorted(self._files.items())
+
+
+class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec is untyped
+    """The ``task.fs`` of one transactional task attempt; see the module."""
+
+    protocol = "mc-direct-write"
+    cachable = False
+    root_marker = ""
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        work_path: str,
+        destination: str,
+        final_name: Callable[[str], str],
+        record_marker: Callable[[str], object],
+        files: AttemptFiles,
+        make_parents: bool,
+    ) -> None:
+        super().__init__()
+        self.target = target
+        self.work_path = work_path.rstrip("/")
+        self.destination = destination.rstrip("/")
+        self.final_name = final_name
+        self.record_marker = record_marker
+        self.files = files
+        self.make_parents = make_parents
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> str:
+        text = str(path)
+        return text.rstrip("/") or text
+
+    # --- path mapping ---------------------------------------------------------------------------------------------
+
+    def relative(self, path: str) -> str:
+        """The task-side path relative to ``work_path``; ``CommitterError`` outside it or for a hidden name."""
+        path = self._strip_protocol(path)
+        prefix = self.work_path + "/"
+        if not path.startswith(prefix):
+            raise CommitterError(
+                f"{path}: a transactional task writes only below its work path {self.work_path} "
+                "(its files go straight into the destination)"
+            )
+        relative = path[len(prefix) :]
+        segments = relative.split("/")
+        if any(segment in ("", ".", "..") for segment in segments) or any(is_hidden(s) for s in segments):
+            raise CommitterError(
+                f"{path}: a transactional data file path must not have empty, '.' or '..' segments, or names "
+                "starting with '_' or '.' (readers skip those)"
+            )
+        return relative
+
+    def _final_path(self, relative: str) -> str:
+        final = self.files.get(relative)
+        if final is None:
+            raise FileNotFoundError(posixpath.join(self.work_path, relative))
+        return posixpath.join(self.destination, final)
+
+    def _directory_listing(self, relative: str) -> list[tuple[str, str]]:
+        """The attempt's files below a task-side directory (``""``: all of them)."""
+        prefix = relative + "/" if relative else ""
+        return [(name, final) for name, final in self.files.items() if name.startswith(prefix)]
+
+    # --- writing --------------------------------------------------------------------------------------------------
+
+    def _open(
+        self,
+        path: str,
+        mode: str = "rb",
+        block_size: Any = None,
+        autocommit: bool = True,
+        cache_options: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        relative = self.relative(path)
+        if not _WRITE_MODES & set(mode):
+            return self.target.open(self._final_path(relative), mode, block_size=block_size, **kwargs)
+        if "a" in mode or "+" in mode:
+            raise CommitterError(f"{path}: a transactional task creates new files only (mode {mode!r})")
+        directory, name = posixpath.split(relative)
+        final = posixpath.join(directory, self.final_name(name)) if directory else self.final_name(name)
+        self.record_marker(final)  # durable before the file exists: rollback must find every file
+        self.files.add(relative, final)
+        final_path = posixpath.join(self.destination, final)
+        if self.make_parents:
+            self.target.makedirs(posixpath.dirname(final_path), exist_ok=True)
+        return self.target.open(final_path, mode, block_size=block_size, **kwargs)
+
+    def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        self.makedirs(path, exist_ok=True)
+
+    def makedirs(self, path: str, exist_ok: bool = False) -> None:
+        """Directories are the destination's: created with the first file where the store has real ones."""
+        path = self._strip_protocol(path)
+        if path != self.work_path:
+            self.relative(path)
+
+    def rmdir(self, path: str) -> None:
+        """Nothing to remove: the work path is virtual."""
+
+    # --- reading back what the attempt wrote ------------------------------------------------------------------
+
+    def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        path = self._strip_protocol(path)
+        relative = "" if path == self.work_path else self.relative(path)
+        if relative and self.files.get(relative) is not None:
+            detail = dict(self.target.info(self._final_path(relative)))
+            detail["name"] = path
+            return detail
+        if relative == "" or self._directory_listing(relative):
+            return {"name": path, "size": 0, "type": "directory"}
+        raise FileNotFoundError(path)
+
+    def ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        path = self._strip_protocol(path)
+        relative = "" if path == self.work_path else self.relative(path)
+        if relative and self.files.get(relative) is not None:
+            entries = [self.info(path)]
+            return entries if detail else [path]
+        children: dict[str, bool] = {}
+        prefix = relative + "/" if relative else ""
+        for name, _ in self._directory_listing(relative):
+            child, _, below = name[len(prefix) :].partition("/")
+            children[child] = children.get(child, False) or bool(below)
+        if not children and relative:
+            raise FileNotFoundError(path)
+        names = [posixpath.join(path, child) for child in sorted(children)]
+        if not detail:
+            return names
+        return [self.info(name) for name in names]
+
+    def _rm(self, path: str) -> None:
+        relative = self.relative(path)
+        final = self._final_path(relative)
+        self.target.rm_file(final)
+        self.files.remove(relative)
+
+    def rm_file(self, path: str) -> None:
+        self._rm(path)
+
+    def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
+        raise CommitterError(f"{path1}: copying files is not supported by a transactional task's filesystem")
+
+    def mv(self, path1: str, path2: str, **kwargs: Any) -> None:
+        raise CommitterError(
+            f"{path1}: a transactional task cannot rename its files (they are already in the destination)"
+        )
+
+
+def final_name_function(tid: str, attempt_id: str) -> Callable[[str], str]:
+    """What ``DirectWriteFileSystem`` calls to name a task's file in the destination."""
+    return lambda name: data_file_name(name, tid, attempt_id)

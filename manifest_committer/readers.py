@@ -1,0 +1,230 @@
+"""Reading a destination written by the transactional protocol: ``committed_files`` and ``vacuum``.
+
+Both list the destination recursively, skipping names that start with ``_`` or ``.`` (commit records,
+``_SUCCESS``, ``_temporary``, hidden files) as Spark and Hive readers do, and decide from the ``_committed_<tid>``
+records alone (``transactions.py``):
+
+- a data file whose name carries a tid is committed only when a ``_committed_<tid>`` in its directory or an
+  ancestor lists it in ``added`` (a straggler of a killed attempt that carries a committed tid is not);
+- a file any committed record lists in ``removed`` is not committed, whoever wrote it;
+- a file without a tid (another tool's) is committed unless removed.
+
+Records are looked for above the URL too, so reading or vacuuming one partition directory of a table decides
+exactly as reading the table does. ``vacuum`` deletes, once older than the retention, tid-bearing files that
+are not committed and tid-bearing files listed as removed (the record that removed them older than the
+retention too, so a reader that started before the overwrite can finish); never a committed file, never a
+file without a tid, and never a file of a job that still has state under ``_temporary`` (it may be running:
+``rollback`` is how a dead job's files go).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .config import CommitterConfig
+from .errors import ConfigError
+from .paths import TEMPORARY_DIR, TRASH_DIR, is_valid_id
+from .retry import RetryPolicy
+from .store import FileStatus, StoreOperations, open_store
+from .transactions import (
+    TransactionRecord,
+    committed_record_name,
+    committed_record_tid,
+    is_hidden,
+    parse_data_file_name,
+    transaction_id,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+LIST_THREADS = 16
+"""Directories listed at once: a table's partitions are many small listings, each a round trip."""
+
+
+@dataclass
+class _Table:
+    """What one pass over a destination found."""
+
+    root: str
+    data_files: list[FileStatus] = field(default_factory=list)
+    records: dict[str, FileStatus] = field(default_factory=dict)
+    """Store path of each ``_committed_<tid>`` found -> its status."""
+    added: dict[str, set[str]] = field(default_factory=dict)
+    """tid -> store paths its records list as added."""
+    removed: dict[str, float | None] = field(default_factory=dict)
+    """Store path listed as removed -> modification time of the newest record removing it."""
+
+
+def committed_files(url: str, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """Sorted URLs of the data files under ``url`` that a reader may read (see the module)."""
+    store, root = open_store(url, storage_options)
+    try:
+        table = _read_table(store, root, store_retry_policy(store))
+        return sorted(store.to_url(status.path) for status in table.data_files if _is_committed(table, status.path))
+    finally:
+        store.close()
+
+
+def vacuum(
+    url: str,
+    retention_hours: float = 168.0,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    now: float | None = None,
+) -> list[str]:
+    """Delete the debris of the transactional protocol under ``url`` older than ``retention_hours``; returns the
+    sorted URLs deleted (see the module for what is and is never deleted)."""
+    if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)) or retention_hours < 0:
+        raise ConfigError(f"vacuum {url}: retention_hours must be a number of hours >= 0, got {retention_hours!r}")
+    cutoff = (time.time() if now is None else now) - float(retention_hours) * 3600.0
+    store, root = open_store(url, storage_options)
+    try:
+        retry = store_retry_policy(store)
+        table = _read_table(store, root, retry)
+        running = _tids_with_job_state(store, root, retry)
+        doomed = [status for status in table.data_files if _vacuumable(table, status, cutoff, running)]
+        deleted: list[str] = []
+        for status in doomed:
+            if call_on(retry, store.delete_file, status.path, "vacuum delete"):
+                deleted.append(store.to_url(status.path))
+        log.info("vacuum %s: deleted %d of %d data files", url, len(deleted), len(table.data_files))
+        return sorted(deleted)
+    finally:
+        store.close()
+
+
+# --- deciding ---------------------------------------------------------------------------------------------------
+
+
+def _is_committed(table: _Table, path: str) -> bool:
+    if path in table.removed:
+        return False
+    parsed = parse_data_file_name(posixpath.basename(path))
+    return parsed is None or path in table.added.get(parsed.tid, ())
+
+
+def _vacuumable(table: _Table, status: FileStatus, cutoff: float, running: set[str]) -> bool:
+    parsed = parse_data_file_name(posixpath.basename(status.path))
+    if parsed is None or status.modified is None or status.modified >= cutoff:
+        return False  # never a file without a tid; never a file whose age is unknown or within the retention
+    if status.path in table.removed:
+        removed_at = table.removed[status.path]
+        return removed_at is not None and removed_at < cutoff
+    if status.path in table.added.get(parsed.tid, ()):
+        return False
+    if parsed.tid in running and parsed.tid not in table.added:
+        log.info("vacuum: keeping %s: its job still has state under %s", status.path, TEMPORARY_DIR)
+        return False
+    return True
+
+
+# --- reading ----------------------------------------------------------------------------------------------------
+
+
+def store_retry_policy(store: StoreOperations) -> RetryPolicy:
+    """The store retry policy of a default ``CommitterConfig``, for calls made outside a committer."""
+    config = CommitterConfig()
+    return RetryPolicy(
+        attempts=config.store_retry_attempts,
+        initial_wait=config.store_retry_interval,
+        is_retryable=store.is_transient,
+        max_wait=config.store_retry_max_wait,
+        max_time=config.store_retry_max_time,
+    )
+
+
+def _read_table(store: StoreOperations, root: str, retry: RetryPolicy) -> _Table:
+    table = _Table(root)
+    top = retry.call(lambda: store.info(root), f"info {root}")
+    if top is None:
+        raise FileNotFoundError(f"{store.to_url(root)}: no such directory")
+    if not top.is_dir:
+        raise ConfigError(f"{store.to_url(root)}: a file, not a table directory")
+    with ThreadPoolExecutor(LIST_THREADS, thread_name_prefix="committed-files") as pool:
+        level = [root]
+        while level:
+            listings = pool.map(lambda path: retry.call(lambda: store.list_dir(path), f"list {path}"), level)
+            level = []
+            for listing in listings:
+                for status in listing:
+                    name = posixpath.basename(status.path.rstrip("/"))
+                    if status.is_dir:
+                        if not is_hidden(name):
+                            level.append(status.path.rstrip("/"))
+                    elif committed_record_tid(name) is not None:
+                        table.records[status.path] = status
+                    elif not is_hidden(name):
+                        table.data_files.append(status)
+        _find_records_above(store, root, table, retry)
+        loaded = pool.map(lambda path: _load_record(store, path, retry), sorted(table.records))
+        for path, record in zip(sorted(table.records), loaded, strict=True):
+            _apply_record(table, path, record)
+    return table
+
+
+def _find_records_above(store: StoreOperations, root: str, table: _Table, retry: RetryPolicy) -> None:
+    """Records in the ancestors of ``root`` for tids whose files no record inside ``root`` settles."""
+    settled = {committed_record_tid(posixpath.basename(path)) for path in table.records}
+    wanted = set()
+    for status in table.data_files:
+        parsed = parse_data_file_name(posixpath.basename(status.path))
+        if parsed is not None and parsed.tid not in settled:
+            wanted.add(parsed.tid)
+    directory = root
+    while wanted:
+        parent = posixpath.dirname(directory.rstrip("/"))
+        if not parent or parent == directory:
+            break
+        directory = parent
+        for tid in sorted(wanted):
+            path = posixpath.join(directory, committed_record_name(tid))
+            found = call_on(retry, store.info, path, "info")
+            if found is not None and not found.is_dir:
+                table.records[path] = found
+                wanted.discard(tid)
+
+
+def call_on(retry: RetryPolicy, function: Callable[[str], T], path: str, what: str) -> T:
+    """One store call on ``path`` under the retry policy."""
+    return retry.call(lambda: function(path), f"{what} {path}")
+
+
+def _load_record(store: StoreOperations, path: str, retry: RetryPolicy) -> TransactionRecord:
+    data = retry.call(lambda: store.read_bytes(path), f"read {path}")
+    return TransactionRecord.from_json(data, store.to_url(path))
+
+
+def _apply_record(table: _Table, path: str, record: TransactionRecord) -> None:
+    directory = posixpath.dirname(path)
+    tid = committed_record_tid(posixpath.basename(path))
+    assert tid is not None  # only records are loaded
+    table.added.setdefault(tid, set()).update(posixpath.join(directory, name) for name in record.added)
+    modified = table.records[path].modified
+    for name in record.removed:
+        removed = posixpath.join(directory, name)
+        earlier = table.removed.get(removed)
+        table.removed[removed] = _newest(earlier, modified) if removed in table.removed else modified
+
+
+def _newest(first: float | None, second: float | None) -> float | None:
+    if first is None or second is None:
+        return None  # unknown age: never old enough
+    return max(first, second)
+
+
+def _tids_with_job_state(store: StoreOperations, root: str, retry: RetryPolicy) -> set[str]:
+    """The tids of the jobs that have a directory under ``root/_temporary`` (running, or dead and not rolled back)."""
+    temporary = posixpath.join(root, TEMPORARY_DIR)
+    try:
+        entries: Iterable[FileStatus] = retry.call(lambda: store.list_dir(temporary), f"list {temporary}")
+    except FileNotFoundError:
+        return set()
+    names = (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
+    return {transaction_id(name) for name in names if name != TRASH_DIR and is_valid_id(name)}

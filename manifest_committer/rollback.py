@@ -1,0 +1,121 @@
+"""``mc.rollback``: undo the transactional jobs of a destination whose drivers died, from their markers alone.
+
+A job qualifies when it has write markers and no ``_committed_<tid>``, and its driver is gone (its marker
+server does not answer, or its heartbeat is older than ``heartbeat.expiry.seconds``; ``markers/heartbeat.py``).
+Each is undone by a fresh committer's ``abort_job``: exactly the data files its markers name are deleted, then
+its state. ``rollback(url, job_id=X)`` skips the liveness check (the caller says X is dead) but still refuses a
+job without markers, which is not one this can undo (a manifest job is aborted with ``abort_job``).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from .config import CommitterConfig
+from .errors import CommitterError
+from .markers import MarkerPaths, job_liveness
+from .paths import TEMPORARY_DIR, JobPaths, check_id, is_valid_id
+from .readers import call_on, store_retry_policy
+from .store import StoreOperations, open_store
+from .transactional_committer import TransactionalCommitter
+from .transactions import TransactionPaths
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RolledBack:
+    """One job attempt rolled back."""
+
+    job_id: str
+    job_attempt: int
+    deleted: tuple[str, ...]
+    """URLs of the data files deleted."""
+    reason: str
+    """Why the job was judged dead (or that the caller named it)."""
+
+
+def rollback(
+    url: str,
+    job_id: str | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    config: CommitterConfig | None = None,
+) -> list[RolledBack]:
+    """Roll back the named job, or every dead job of the destination; returns what was rolled back."""
+    config = config or CommitterConfig()
+    store, root = open_store(url, storage_options)
+    try:
+        retry = store_retry_policy(store)
+        if job_id is not None:
+            check_id("job id", job_id)
+            jobs = [job_id]
+        else:
+            jobs = _job_ids(store, root, retry)
+        candidates: list[tuple[str, int, str]] = []
+        with_markers = 0
+        for job in jobs:
+            for attempt in _job_attempts(store, root, job, retry):
+                paths = JobPaths(root, job, attempt)
+                markers_dir = MarkerPaths(paths).markers_dir
+                if call_on(retry, store.info, markers_dir, "info") is None:
+                    continue  # no markers: not a job this can undo
+                with_markers += 1
+                reason = _why_dead(store, paths, retry, config, named=job_id is not None)
+                if reason is not None:
+                    candidates.append((job, attempt, reason))
+        if job_id is not None and not with_markers:
+            raise CommitterError(
+                f"{store.to_url(posixpath.join(root, TEMPORARY_DIR, job_id))}: job {job_id} has no write markers; "
+                "it is not a transactional job that rollback can undo (abort it with `manifest-committer abort`)"
+            )
+    finally:
+        store.close()
+    results = []
+    for job, attempt, reason in candidates:
+        with TransactionalCommitter(url, job, attempt, config, storage_options) as committer:
+            outcome = committer.abort_job()
+        log.warning("Rolled back job %s attempt %d (%s): %d files deleted", job, attempt, reason, len(outcome.deleted))
+        results.append(RolledBack(job, attempt, outcome.deleted, reason))
+    return results
+
+
+def _job_ids(store: StoreOperations, root: str, retry: Any) -> list[str]:
+    temporary = posixpath.join(root, TEMPORARY_DIR)
+    try:
+        entries = retry.call(lambda: store.list_dir(temporary), f"list {temporary}")
+    except FileNotFoundError:
+        return []
+    names = (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
+    return sorted(name for name in names if is_valid_id(name))
+
+
+def _job_attempts(store: StoreOperations, root: str, job_id: str, retry: Any) -> list[int]:
+    job_dir = JobPaths(root, job_id, 0).job_dir
+    try:
+        entries = retry.call(lambda: store.list_dir(job_dir), f"list {job_dir}")
+    except FileNotFoundError:
+        return []
+    names = (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
+    return sorted(int(name) for name in names if len(name) == 2 and name.isdigit())
+
+
+def _why_dead(
+    store: StoreOperations, paths: JobPaths, retry: Any, config: CommitterConfig, *, named: bool
+) -> str | None:
+    """Why this job attempt (which has markers) is to be rolled back, or ``None`` to leave it."""
+    markers = MarkerPaths(paths)
+    committed = TransactionPaths(paths).committed
+    if retry.call(lambda: store.info(committed), f"info {committed}") is not None:
+        log.info("rollback: job %s is committed (%s); leaving it", paths.job_id, store.to_url(committed))
+        return None
+    if named:
+        return "named by the caller"
+    liveness = job_liveness(store, markers, retry, expiry_seconds=config.heartbeat_expiry_seconds)
+    if not liveness.dead:
+        log.info("rollback: job %s is alive (%s); leaving it", paths.job_id, liveness.reason)
+        return None
+    return liveness.reason

@@ -1,0 +1,273 @@
+"""The ``transactional`` protocol: tasks write straight into the destination; job commit writes one small file.
+
+The Databricks-style transactional commit (CONTRACT §6, ``transactions.py`` for the files): each task's files
+land in the destination under names carrying the job's tid and the attempt's tag, each after its write marker
+is durable (``direct_write_fs.py``); task commit saves a manifest naming them; job commit deletes the files of
+attempts it does not commit (found through the markers), then writes ``_committed_<tid>`` listing the committed
+ones, the commit point. Readers that honour the records (``mc.committed_files``) never see uncommitted or
+removed files; ``mc.vacuum`` deletes them later and ``mc.rollback`` / ``abort_job`` undo a dead job from its
+markers alone.
+
+The driver's side of the markers runs in the committer that called ``setup_job``: with ``batched`` markers a
+marker server (``markers/server.py``) taking every task's markers over HTTP, with ``direct`` markers a heartbeat
+that says the driver is alive. Both stop at ``commit_job``, ``abort_job`` or ``close()``; a driver that dies
+leaves a job that ``mc.rollback`` recognises as dead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .committer import CommitterBase, TaskAttempt
+from .config import CommitterConfig
+from .direct_write_fs import AttemptFiles, DirectWriteFileSystem, final_name_function
+from .errors import ConfigError
+from .iostatistics import StatisticsStore
+from .manifest import TaskManifest
+from .markers import Heartbeat, MarkerClient, MarkerPaths, MarkerServer
+from .paths import check_id
+from .stages.transactional_abort_job import (
+    TransactionalAbortJobArguments,
+    TransactionalAbortJobResult,
+    TransactionalAbortJobStage,
+)
+from .stages.transactional_abort_task import TransactionalAbortTaskArguments, TransactionalAbortTaskStage
+from .stages.transactional_commit_job import (
+    TransactionalCommitJobArguments,
+    TransactionalCommitJobResult,
+    TransactionalCommitJobStage,
+)
+from .stages.transactional_commit_task import TransactionalCommitTaskArguments, TransactionalCommitTaskStage
+from .stages.transactional_setup_job import TransactionalSetupJobArguments, TransactionalSetupJobStage
+from .statistic_names import JOB_STAGE_ABORT
+from .store import StoreOperations
+from .success_data import SuccessData
+from .transactions import transaction_id
+
+log = logging.getLogger(__name__)
+
+MARKER_TYPES = ("direct", "batched")
+
+
+class TransactionalCommitter(CommitterBase):
+    """The ``transactional`` protocol on the shared seam; see the module."""
+
+    protocol = "transactional"
+    committer_name = "transactional"
+    task_writes_in_place = True
+
+    def __init__(
+        self,
+        destination: str,
+        job_id: str,
+        job_attempt: int = 0,
+        config: CommitterConfig | None = None,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        job_id_source: str = "JobID",
+        store_wrapper: Callable[[StoreOperations], StoreOperations] | None = None,
+    ) -> None:
+        super().__init__(
+            destination,
+            job_id,
+            job_attempt,
+            config,
+            storage_options,
+            job_id_source=job_id_source,
+            store_wrapper=store_wrapper,
+        )
+        if self.config.markers_type not in MARKER_TYPES:
+            raise ConfigError(
+                f"unknown marker type {self.config.markers_type!r} (mapreduce.manifest.committer.markers.type) "
+                f"for {self.destination_url}: use direct or batched"
+            )
+        self.tid = transaction_id(job_id)
+        self._lock = threading.Lock()
+        self._attempt_files: dict[str, AttemptFiles] = {}
+        self._marker_clients: dict[str, MarkerClient] = {}
+        self._server: MarkerServer | None = None
+        self._heartbeat: Heartbeat | None = None
+
+    @property
+    def marker_paths(self) -> MarkerPaths:
+        return MarkerPaths(self.paths)
+
+    @property
+    def marker_server(self) -> MarkerServer | None:
+        """The marker server this committer runs (batched markers, after ``setup_job``), else ``None``."""
+        return self._server
+
+    def task_work_path(self, attempt_id: str) -> str:
+        return self.paths.task_attempt_dir(attempt_id)
+
+    def job_is_live(self) -> bool:
+        status = self._store.info(self.paths.manifest_dir)
+        return status is not None and status.is_dir
+
+    def job_state_directories(self) -> list[str]:
+        return [self.paths.task_attempts_dir, self.paths.job_attempt_dir, self.paths.job_dir]
+
+    # --- job ------------------------------------------------------------------------------------------------------
+
+    def setup_job(self) -> None:
+        """Write ``_started_<tid>`` and the job's state, then start the driver's side of the markers."""
+        context = self._context(self._job_stats)
+        TransactionalSetupJobStage(context).apply(TransactionalSetupJobArguments())
+        self._start_markers()
+
+    def _start_markers(self) -> None:
+        retry = self._context(StatisticsStore()).store_retry
+        config = self.config
+        if config.markers_type == "batched":
+            self._server = MarkerServer(
+                self._store,
+                self.marker_paths,
+                retry,
+                batch_interval_ms=config.markers_batch_interval_ms,
+                batch_threads=config.markers_batch_threads,
+            ).start()
+        else:
+            self._heartbeat = Heartbeat(
+                self._store, self.marker_paths, retry, expiry_seconds=config.heartbeat_expiry_seconds
+            ).start()
+
+    def _stop_markers(self) -> None:
+        """Stop the marker server (its waiting markers written first) and the heartbeat, if this committer runs
+        them. Before the job's state is read for a commit or abort, and at ``close()``."""
+        server, heartbeat = self._server, self._heartbeat
+        self._server = self._heartbeat = None
+        if server is not None:
+            server.stop()
+        if heartbeat is not None:
+            heartbeat.stop()
+
+    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+        """Delete the files of attempts not committed, write ``_committed_<tid>`` (the commit point), then
+        ``_SUCCESS``; returns the summary. Repeatable after a kill at any point."""
+        return self._commit(TransactionalCommitJobArguments(self.committer_name, accepted_attempts)).success
+
+    def commit_job_replacing(
+        self, replaced: Sequence[str], accepted_attempts: Mapping[str, str] | None = None
+    ) -> tuple[SuccessData, int]:
+        """Commit with ``replaced`` listed as ``removed`` in ``_committed_<tid>``: readers stop seeing them at the
+        commit point, and ``vacuum`` deletes them once older than its retention. Nothing is deleted now."""
+        result = self._commit(TransactionalCommitJobArguments(self.committer_name, accepted_attempts, tuple(replaced)))
+        return result.success, len(replaced)
+
+    def _commit(self, arguments: TransactionalCommitJobArguments) -> TransactionalCommitJobResult:
+        start = time.perf_counter()
+        self._stop_markers()
+        result, context = self._run_job_call(
+            lambda context: TransactionalCommitJobStage(context).apply(arguments), overwrite_report=True
+        )
+        if not result.already_committed:
+            report = SuccessData.from_json(result.success.to_json())
+            report.iostatistics = context.stats.snapshot()
+            self._save_report(report, overwrite=True)
+        log.info(
+            "Job %s (transactional, tid %s) committed %d files of %d tasks into %s in %.3f s; %d files of other "
+            "attempts deleted",
+            self.job_id,
+            self.tid,
+            result.files_committed,
+            result.tasks_committed,
+            self.destination_url,
+            time.perf_counter() - start,
+            result.stragglers_deleted,
+        )
+        return result
+
+    def abort_job(self) -> TransactionalAbortJobResult:
+        """Delete every data file the job's markers name (unless ``_committed_<tid>`` is in place), then the job's
+        state. The caller says the job is dead; a second call does nothing and succeeds."""
+        self._stop_markers()
+        result, context = self._run_job_call(
+            lambda context: TransactionalAbortJobStage(context).apply(TransactionalAbortJobArguments()),
+            overwrite_report=False,
+        )
+        self._save_abort_report(context, JOB_STAGE_ABORT)
+        return result
+
+    def plan_abort(self) -> TransactionalAbortJobResult:
+        """What ``abort_job`` would delete now; changes nothing (a dry run)."""
+        return TransactionalAbortJobStage(self._context(StatisticsStore())).apply(
+            TransactionalAbortJobArguments(dry_run=True)
+        )
+
+    def close(self) -> None:
+        self._stop_markers()
+        with self._lock:
+            clients = list(self._marker_clients.values())
+            self._marker_clients.clear()
+        for client in clients:
+            client.close()
+        super().close()
+
+    # --- tasks ----------------------------------------------------------------------------------------------------
+
+    def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """The attempt's ``TaskAttempt``: ``fs`` writes straight into the destination (``direct_write_fs``)."""
+        check_id("task id", task_id)
+        check_id("task attempt id", attempt_id)
+        work_path = self.task_work_path(attempt_id)
+        with self._lock:
+            files = self._attempt_files.setdefault(attempt_id, AttemptFiles())
+            client = self._marker_clients.get(attempt_id)
+            if client is None:
+                retry = self._task_context(attempt_id).store_retry
+                client = MarkerClient(self._store, self.marker_paths, retry, marker_type=self._marker_type())
+                self._marker_clients[attempt_id] = client
+        fs = DirectWriteFileSystem(
+            self._store.data_fs,
+            work_path=work_path,
+            destination=self.paths.dest,
+            final_name=final_name_function(self.tid, attempt_id),
+            record_marker=client.create,
+            files=files,
+            make_parents=self._store.capabilities.real_directories,
+        )
+        return TaskAttempt(task_id, attempt_id, work_path, fs, self._store.to_url(work_path))
+
+    def _marker_type(self) -> Any:
+        return "direct" if self.config.markers_type == "direct" else "batched"
+
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Nothing to create: the attempt's files go to the destination, its markers to the job's state."""
+        return self.task_attempt(task_id, attempt_id)
+
+    def _written(self, attempt_id: str) -> list[tuple[str, str]] | None:
+        """What the attempt opened through this committer, or ``None`` if it wrote through another one."""
+        with self._lock:
+            files = self._attempt_files.get(attempt_id)
+        written = files.items() if files is not None else []
+        return written or None
+
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Save a manifest naming the attempt's files, which are in the destination already.
+
+        ``outputs`` selects files (paths relative to ``work_path``, each mapped to itself: nothing is renamed).
+        An attempt that wrote through another committer object (another process) is found through its markers.
+        """
+        written = self._written(task.attempt_id)
+        if written is None and outputs is not None and not outputs:
+            written = []  # declared empty: nothing to look for
+        try:
+            result = TransactionalCommitTaskStage(self._task_context(task.attempt_id)).apply(
+                TransactionalCommitTaskArguments(task.task_id, task.attempt_id, written, outputs)
+            )
+        except BaseException:
+            log.error("Commit of task attempt %s of job %s (transactional) failed", task.attempt_id, self.job_id)
+            raise
+        return result.manifest
+
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Delete the attempt's files from the destination (its markers stay, for the job commit to check)."""
+        TransactionalAbortTaskStage(self._task_context(task.attempt_id)).apply(
+            TransactionalAbortTaskArguments(task.attempt_id, self._written(task.attempt_id))
+        )
+        with self._lock:
+            self._attempt_files.pop(task.attempt_id, None)

@@ -1,0 +1,183 @@
+"""The transactional protocol's files in the destination: names carrying a transaction id, and commit records.
+
+The Databricks-style transactional commit (``reference/spark-transactional-writes.txt``, CONTRACT §6) keeps its
+whole state beside the data, so any reader can tell committed files from debris without the writer:
+
+- ``_started_<tid>``: an empty file, written when the job is set up;
+- data files named ``<stem>-tid-<tid>-<attempt tag><rest>`` (``part-00000.parquet`` of attempt A becomes
+  ``part-00000-tid-<tid>-<tag of A>.parquet``): the tid ties a file to its job, the attempt tag keeps two
+  attempts of one task (a retry, a speculative copy) from ever writing the same name;
+- ``_committed_<tid>``: a JSON object ``{"added": [...], "removed": [...], "jobId": ...}`` at the destination's
+  root, written once at job commit (the commit point), naming files relative to its own directory.
+
+``<tid>`` is a decimal number derived from the job id (any process computes the same one); the tag is derived from
+the attempt id. A commit record is untrusted input (STYLE 2d): ``CommitRecord.from_json`` admits only relative
+paths in normal form, so a crafted record can neither hide nor expose files outside its directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+from dataclasses import dataclass
+
+import orjson
+
+from .admission import relative_problem
+from .errors import CommitterError, ManifestError
+from .markers.layout import MarkerPaths
+from .paths import JobPaths
+
+STARTED_PREFIX = "_started_"
+COMMITTED_PREFIX = "_committed_"
+TID_SEPARATOR = "-tid-"
+HIDDEN_PREFIXES = ("_", ".")
+"""Names readers skip (Spark's and Hive's rule): commit records, ``_SUCCESS``, ``_temporary``, dot files."""
+
+_TID_NAME = re.compile(r"(?P<stem>[^.]*)-tid-(?P<tid>[0-9]{1,20})-(?P<tag>[0-9a-f]{16})(?P<rest>\..*)?\Z", re.DOTALL)
+_COMMITTED_NAME = re.compile(r"_committed_(?P<tid>[0-9]{1,20})\Z")
+
+
+def transaction_id(job_id: str) -> str:
+    """The job's transaction id: 63 bits of SHA-256 of the job id, in decimal, as Databricks' tids look."""
+    digest = hashlib.sha256(job_id.encode("utf-8")).digest()
+    return str(int.from_bytes(digest[:8], "big") >> 1)
+
+
+def attempt_tag(attempt_id: str) -> str:
+    """16 hex digits of SHA-256 of a task attempt id: what makes one attempt's file names its own."""
+    return hashlib.sha256(attempt_id.encode("utf-8")).hexdigest()[:16]
+
+
+def is_hidden(name: str) -> bool:
+    return name.startswith(HIDDEN_PREFIXES)
+
+
+def data_file_name(name: str, tid: str, attempt_id: str) -> str:
+    """The name a task's file ``name`` gets in the destination: the tid and attempt tag after its stem.
+
+    ``CommitterError`` for a name readers would skip (``_``/``.`` first) or without a stem before its first dot.
+    """
+    if not name or is_hidden(name) or "/" in name:
+        raise CommitterError(
+            f"{name!r}: a transactional data file name must not be empty or start with '_' or '.' (readers skip those)"
+        )
+    stem, dot, rest = name.partition(".")
+    return f"{stem}{TID_SEPARATOR}{tid}-{attempt_tag(attempt_id)}{dot}{rest}"
+
+
+@dataclass(frozen=True, slots=True)
+class TidName:
+    """What a data file's name says about its transaction."""
+
+    tid: str
+    tag: str
+
+
+def parse_data_file_name(name: str) -> TidName | None:
+    """The tid and attempt tag a data file's name carries, or ``None`` for a file without one (another tool's)."""
+    match = _TID_NAME.match(name)
+    if match is None or is_hidden(name):
+        return None
+    return TidName(match.group("tid"), match.group("tag"))
+
+
+def committed_record_name(tid: str) -> str:
+    return f"{COMMITTED_PREFIX}{tid}"
+
+
+def started_record_name(tid: str) -> str:
+    return f"{STARTED_PREFIX}{tid}"
+
+
+def committed_record_tid(name: str) -> str | None:
+    """The tid of a ``_committed_<tid>`` name, else ``None``."""
+    match = _COMMITTED_NAME.match(name)
+    return match.group("tid") if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionRecord:
+    """The content of ``_committed_<tid>``: files added and removed, relative to the record's directory."""
+
+    added: tuple[str, ...]
+    removed: tuple[str, ...] = ()
+    job_id: str | None = None
+
+    def to_json(self) -> bytes:
+        document: dict[str, object] = {"added": sorted(self.added), "removed": sorted(self.removed)}
+        if self.job_id is not None:
+            document["jobId"] = self.job_id
+        return orjson.dumps(document, option=orjson.OPT_INDENT_2)
+
+    @classmethod
+    def from_json(cls, data: bytes, origin: str) -> TransactionRecord:
+        """Parse and admit a record; ``ManifestError`` naming ``origin`` and the field for anything else."""
+        try:
+            raw = orjson.loads(data)
+        except orjson.JSONDecodeError as error:
+            raise ManifestError(f"{origin}: not a JSON commit record ({error})") from None
+        if not isinstance(raw, dict):
+            raise ManifestError(f"{origin}: a commit record must be a JSON object, not {type(raw).__name__}")
+        added = _relative_names(raw.get("added"), "added", origin)
+        removed = _relative_names(raw.get("removed", []), "removed", origin)
+        job_id = raw.get("jobId")
+        if job_id is not None and not isinstance(job_id, str):
+            raise ManifestError(f"{origin}: field jobId must be a string, not {type(job_id).__name__}")
+        return cls(added, removed, job_id)
+
+
+def _relative_names(value: object, field: str, origin: str) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ManifestError(f"{origin}: field {field} must be a list of relative file names")
+    names: list[str] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise ManifestError(f"{origin}: {field}[{index}] must be a string, not {type(item).__name__}")
+        problem = relative_problem(item)
+        if problem is not None:
+            raise ManifestError(f"{origin}: {field}[{index}] {item!r} {problem}")
+        names.append(item)
+    return tuple(names)
+
+
+def relative_to(directory: str, path: str) -> str | None:
+    """``path`` relative to ``directory`` when it lies below it, else ``None`` (string test only)."""
+    prefix = directory.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def parent_dirs(directory: str, root: str) -> list[str]:
+    """``directory`` and each of its ancestors down to ``root`` (inclusive), deepest first."""
+    chain = [directory]
+    while directory != root and directory.startswith(root.rstrip("/") + "/"):
+        directory = posixpath.dirname(directory)
+        chain.append(directory)
+    return chain
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionPaths:
+    """The store paths of one job's transaction: its records in the destination and its markers."""
+
+    job: JobPaths
+
+    @property
+    def tid(self) -> str:
+        return transaction_id(self.job.job_id)
+
+    @property
+    def started(self) -> str:
+        return posixpath.join(self.job.dest, started_record_name(self.tid))
+
+    @property
+    def committed(self) -> str:
+        return posixpath.join(self.job.dest, committed_record_name(self.tid))
+
+    @property
+    def markers(self) -> MarkerPaths:
+        return MarkerPaths(self.job)
+
+    def data_path(self, relative: str) -> str:
+        return posixpath.join(self.job.dest, relative)

@@ -1,0 +1,99 @@
+"""TransactionalAbortJob: delete exactly the data files the job's markers name, unless the job is committed."""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import MarkerError
+from ..parallel import run_bounded
+from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
+from ..transactions import TransactionPaths, parse_data_file_name
+from .base import Stage
+from .cleanup import CleanupArguments, CleanupResult, CleanupStage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalAbortJobArguments:
+    dry_run: bool = False
+    """Find what would be deleted, change nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalAbortJobResult:
+    committed: bool
+    """The job's ``_committed_<tid>`` is in place: its output was kept, only its state deleted."""
+    deleted: tuple[str, ...]
+    """URLs of the data files deleted (or, in a dry run, that would be)."""
+    cleanup: CleanupResult | None
+
+    @property
+    def files_reverted(self) -> int:
+        return len(self.deleted)
+
+
+class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, TransactionalAbortJobResult]):
+    """Roll the job back from its markers alone (no marker server needed), then delete ``_started_<tid>`` and the
+    job's state.
+
+    Every marker is checked to name a file of this job's transaction before anything is deleted: a crafted
+    ``MARKERS`` line naming a committed file of another job is a ``MarkerError`` and nothing changes. Safe to
+    repeat after a kill at any point: what is gone stays gone, what is left is found again through the markers.
+    After the commit point (``_committed_<tid>`` in place) the output stays.
+    """
+
+    name = JOB_STAGE_ABORT
+
+    def execute(self, arguments: TransactionalAbortJobArguments) -> TransactionalAbortJobResult:
+        transaction = TransactionPaths(self.paths)
+        if self.info(transaction.committed) is not None:
+            log.info("%s: job %s is committed; keeping its output", self.name, self.paths.job_id)
+            return TransactionalAbortJobResult(True, (), None if arguments.dry_run else self._cleanup())
+        targets = marker_named_files(self, transaction)
+        if arguments.dry_run:
+            present = [path for path in targets if self.info(path) is not None]
+            return TransactionalAbortJobResult(False, tuple(self.to_url(p) for p in present), None)
+        deleted: list[str] = []
+
+        def delete(path: str) -> str | None:
+            found = self.call(OP_DELETE_FILE_UNDER_DESTINATION, lambda: self.delete_file(path, retry=False), path)
+            return self.to_url(path) if found else None
+
+        run_bounded(
+            self.context.pool,
+            targets,
+            delete,
+            max_in_flight=self.context.max_in_flight,
+            on_result=lambda url: deleted.append(url) if url else None,
+        )
+        self.delete_file(transaction.started)
+        cleanup = self._cleanup()
+        log.info("%s: deleted %d data files of job %s", self.name, len(deleted), self.paths.job_id)
+        return TransactionalAbortJobResult(False, tuple(sorted(deleted)), cleanup)
+
+    def _cleanup(self) -> CleanupResult:
+        cleanup = CleanupStage(self.context).apply(
+            CleanupArguments.from_config(self.config, suppress_errors=False, background=False)
+        )
+        self.context.active_stage = self.name
+        return cleanup
+
+
+def marker_named_files(gate: Stage[Any, Any], transaction: TransactionPaths) -> list[str]:
+    """Store paths of the data files the job's markers name; ``MarkerError`` for a marker naming anything that is
+    not a file of this transaction."""
+    markers = gate.read_markers(transaction.markers)
+    paths = []
+    for marker in sorted(markers.markers):
+        parsed = parse_data_file_name(posixpath.basename(marker.data_file))
+        if parsed is None or parsed.tid != transaction.tid:
+            raise MarkerError(
+                f"{gate.to_url(transaction.markers.markers_dir)}: a marker names {marker.data_file!r}, which is not "
+                f"a file of transaction {transaction.tid}; refusing to delete it"
+            )
+        paths.append(transaction.data_path(marker.data_file))
+    return paths

@@ -1,0 +1,253 @@
+"""TransactionalCommitJob: publish the job by writing ``_committed_<tid>``; no data file moves.
+
+Steps: (1) a job whose ``_committed_<tid>`` is in place is committed: finish ``_SUCCESS`` and cleanup, return
+its summary; (2) load the accepted task manifests and admit what they name (this job's tid, the manifest's own
+attempt tag, inside the destination); (3) write ``commit-started`` (the accepted attempts, so a late task
+commit fails rather than report success); (4) delete every file the job's markers name that no accepted
+manifest lists: the files of failed, superseded and speculative attempts; (5) write ``_committed_<tid>`` with
+``added`` and ``removed``: the commit point, one small file; (6) ``_SUCCESS`` and ``commit-finished``; (7) cleanup.
+
+A kill before (5) leaves the job uncommitted (a rerun redoes 2-7, an abort deletes every marker-named file); a
+kill after it leaves the job committed (a rerun finishes 6-7, an abort keeps the output).
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..admission import check_manifest_ids, destination_relative_problem
+from ..errors import JobStateError, ManifestError
+from ..manifest import TaskManifest
+from ..parallel import run_bounded
+from ..statistic_names import (
+    COMMITTER_BYTES_COMMITTED,
+    COMMITTER_COMMIT_JOB,
+    COMMITTER_FILES_COMMITTED,
+    COMMITTER_TASKS_COMPLETED,
+    JOB_STAGE_LOAD_MANIFESTS,
+    OP_DELETE_FILE_UNDER_DESTINATION,
+    OP_LOAD_MANIFEST,
+)
+from ..store import FileStatus
+from ..success_data import SuccessData
+from ..transactions import TransactionPaths, TransactionRecord, attempt_tag, parse_data_file_name, relative_to
+from .base import Stage
+from .cleanup import CleanupArguments, CleanupResult, CleanupStage, summary_in_trash
+from .transactional_abort_job import marker_named_files
+from .journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+
+log = logging.getLogger(__name__)
+
+MAX_FILENAMES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalCommitJobArguments:
+    committer_name: str
+    """What ``_SUCCESS`` names as its committer."""
+    accepted_attempts: Mapping[str, str] | None = None
+    removed: Sequence[str] = ()
+    """Store paths below the destination that this job replaces (overwrite): listed as ``removed``."""
+    background_cleanup: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalCommitJobResult:
+    success: SuccessData
+    tasks_committed: int
+    files_committed: int
+    stragglers_deleted: int
+    already_committed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    task_id: str
+    task_attempt_id: str
+    files: list[tuple[str, int]]
+    """(destination-relative path, size) of each committed file."""
+
+
+class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, TransactionalCommitJobResult]):
+    """See the module."""
+
+    name = COMMITTER_COMMIT_JOB
+
+    def execute(self, arguments: TransactionalCommitJobArguments) -> TransactionalCommitJobResult:
+        transaction = TransactionPaths(self.paths)
+        self._committer_name = arguments.committer_name
+        if self.info(transaction.committed) is not None:
+            return self._finish_committed(transaction, arguments)
+        if self.info(self.paths.manifest_dir) is None:
+            raise JobStateError(
+                f"{self.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} was never set up, or was aborted"
+            )
+        started = read_commit_record(self)
+        accepted = arguments.accepted_attempts
+        if started is not None:
+            check_accepted(self, started, accepted)
+            accepted = started.accepted
+        loaded = self._load(transaction, accepted)
+        if started is None:
+            write_commit_record(self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in loaded}, 0))
+        added = {relative: size for manifest in loaded for relative, size in manifest.files}
+        stragglers = self._delete_stragglers(transaction, set(added))
+        removed = self._removed(arguments.removed, set(added))
+        record = TransactionRecord(tuple(sorted(added)), tuple(removed), self.paths.job_id)
+        self.write_bytes(transaction.committed, record.to_json())  # the commit point
+        self.stats.set_counter(COMMITTER_FILES_COMMITTED, len(added))
+        self.stats.set_counter(COMMITTER_BYTES_COMMITTED, sum(added.values()))
+        self.stats.set_counter(COMMITTER_TASKS_COMPLETED, len(loaded))
+        success = self._summary(sorted(added))
+        self._publish(success)
+        self._cleanup(arguments)
+        return TransactionalCommitJobResult(success, len(loaded), len(added), stragglers)
+
+    # --- steps ----------------------------------------------------------------------------------------------------
+
+    def _load(self, transaction: TransactionPaths, accepted: Mapping[str, str] | None) -> list[_Loaded]:
+        with self.stats.track(JOB_STAGE_LOAD_MANIFESTS):
+            statuses = [s for s in self.list_dir(self.paths.manifest_dir) if s.path.endswith("-manifest.json")]
+            if accepted is not None:
+                by_task = {posixpath.basename(s.path).removesuffix("-manifest.json"): s for s in statuses}
+                missing = sorted(task for task in accepted if task not in by_task)
+                if missing:
+                    raise ManifestError(
+                        f"{self.to_url(self.paths.manifest_dir)}: no manifest of accepted task(s) {', '.join(missing)}"
+                    )
+                statuses = [by_task[task] for task in sorted(accepted)]
+            loaded: list[_Loaded] = []
+            run_bounded(
+                self.context.pool,
+                statuses,
+                lambda status: self._load_one(transaction, status, accepted),
+                max_in_flight=self.context.max_in_flight,
+                on_result=loaded.append,
+            )
+        seen: dict[str, str] = {}
+        for manifest in loaded:
+            for relative, _ in manifest.files:
+                if relative in seen:
+                    raise ManifestError(
+                        f"{self.to_url(transaction.data_path(relative))}: claimed by tasks {seen[relative]} and "
+                        f"{manifest.task_id}"
+                    )
+                seen[relative] = manifest.task_id
+        return sorted(loaded, key=lambda manifest: manifest.task_id)
+
+    def _load_one(self, transaction: TransactionPaths, status: FileStatus, accepted: Mapping[str, str] | None) -> _Loaded:
+        url = self.to_url(status.path)
+        manifest = TaskManifest.from_json(self.read_bytes(status.path, OP_LOAD_MANIFEST), url)
+        check_manifest_ids(manifest.job_id, manifest.task_id, manifest.task_attempt_id, url)
+        if manifest.job_id != self.paths.job_id:
+            raise ManifestError(f"{url}: manifest of job {manifest.job_id!r}, not of job {self.paths.job_id!r}")
+        if accepted is not None and accepted.get(manifest.task_id) != manifest.task_attempt_id:
+            raise ManifestError(
+                f"{url}: manifest of attempt {manifest.task_attempt_id}, but attempt "
+                f"{accepted.get(manifest.task_id)} of task {manifest.task_id} was accepted"
+            )
+        self.stats.merge(manifest.iostatistics)
+        tag = attempt_tag(manifest.task_attempt_id)
+        files = []
+        for entry in manifest.files:
+            relative = self._admit(url, entry.source, entry.dest, transaction, tag)
+            files.append((relative, entry.size))
+        return _Loaded(manifest.task_id, manifest.task_attempt_id, files)
+
+    def _admit(self, origin: str, source: str, dest: str, transaction: TransactionPaths, tag: str) -> str:
+        """The destination-relative path of one manifest entry, if it names a file of this attempt in place."""
+        try:
+            path = self.from_url(dest)
+        except ValueError:
+            raise ManifestError(f"{origin}: destination {dest} is not in this store") from None
+        relative = relative_to(self.paths.dest, path)
+        problem = "lies outside the destination" if relative is None else destination_relative_problem(relative)
+        if relative is None or problem is not None:
+            raise ManifestError(f"{origin}: destination {dest} {problem}")
+        if source != dest:
+            raise ManifestError(f"{origin}: source {source} differs from destination {dest}; files are written in place")
+        parsed = parse_data_file_name(posixpath.basename(relative))
+        if parsed is None or parsed.tid != transaction.tid or parsed.tag != tag:
+            raise ManifestError(
+                f"{origin}: {dest} is not a file of this task attempt (its name must carry tid {transaction.tid} "
+                f"and the attempt's tag {tag})"
+            )
+        return relative
+
+    def _delete_stragglers(self, transaction: TransactionPaths, committed: set[str]) -> int:
+        """Delete what the markers name beyond the committed files; returns how many files were there."""
+        named = marker_named_files(self, transaction)
+        doomed = [path for path in named if relative_to(self.paths.dest, path) not in committed]
+        deleted: list[bool] = []
+        run_bounded(
+            self.context.pool,
+            doomed,
+            lambda path: self.call(OP_DELETE_FILE_UNDER_DESTINATION, lambda: self._delete(path), path),
+            max_in_flight=self.context.max_in_flight,
+            on_result=deleted.append,
+        )
+        count = sum(deleted)
+        if count:
+            log.info("%s: deleted %d files of attempts that were not committed", self.name, count)
+        return count
+
+    def _delete(self, path: str) -> bool:
+        return self.delete_file(path, retry=False)
+
+    def _removed(self, paths: Sequence[str], added: set[str]) -> list[str]:
+        removed = []
+        for path in paths:
+            relative = relative_to(self.paths.dest, path)
+            problem = "lies outside the destination" if relative is None else destination_relative_problem(relative)
+            if relative is None or problem is not None:
+                raise ManifestError(f"{self.to_url(path)}: cannot be replaced: it {problem}")
+            if relative not in added:
+                removed.append(relative)
+        return sorted(removed)
+
+    def _summary(self, added: list[str]) -> SuccessData:
+        success = SuccessData.create(self.paths.job_id, self.context.job_id_source, COMMITTER_COMMIT_JOB)
+        success.committer = self._committer_name
+        success.filenames = [self.to_url(posixpath.join(self.paths.dest, name)) for name in added[:MAX_FILENAMES]]
+        success.iostatistics = self.stats.snapshot()
+        return success
+
+    def _publish(self, success: SuccessData) -> None:
+        """``_SUCCESS`` (when asked) and ``commit-finished``, the record a rerun returns; after the commit point."""
+        if self.config.mark_successful_jobs:
+            self.write_bytes(self.paths.success_path, success.to_json())
+        self.write_bytes(self.paths.commit_finished_path, success.to_json())
+
+    def _finish_committed(
+        self, transaction: TransactionPaths, arguments: TransactionalCommitJobArguments
+    ) -> TransactionalCommitJobResult:
+        """The commit point has passed (a rerun after a kill): finish ``_SUCCESS`` and cleanup."""
+        success = committed_summary(self) or summary_in_trash(self)
+        if success is None:
+            record = TransactionRecord.from_json(self.read_bytes(transaction.committed), self.to_url(transaction.committed))
+            if record.job_id not in (None, self.paths.job_id):
+                raise JobStateError(
+                    f"{self.to_url(transaction.committed)}: committed by job {record.job_id}, not {self.paths.job_id}"
+                )
+            success = self._summary(sorted(record.added))
+            if self.info(self.paths.job_attempt_dir) is not None:
+                self._publish(success)
+            elif self.config.mark_successful_jobs:
+                self.write_bytes(self.paths.success_path, success.to_json())
+        log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
+        self._cleanup(arguments)
+        return TransactionalCommitJobResult(success, 0, len(success.filenames), 0, already_committed=True)
+
+    def _cleanup(self, arguments: TransactionalCommitJobArguments) -> CleanupResult:
+        cleanup = CleanupStage(self.context).apply(
+            CleanupArguments.from_config(
+                self.config,
+                suppress_errors=self.config.cleanup_failures_ignored,
+                background=arguments.background_cleanup,
+            )
+        )
+        self.context.active_stage = self.name
+        return cleanup
