@@ -14,6 +14,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 from ..config import CommitterConfig
 from ..errors import JobStateError
 from ..iostatistics import StatisticsStore
+from ..markers.layout import MarkerPaths
+from ..markers.reader import MarkerSet, read_markers
 from ..paths import JobPaths
 from ..retry import DEFINITE_ERRORS, RetryPolicy
 from ..statistic_names import (
@@ -27,8 +29,6 @@ from ..statistic_names import (
     OP_RENAME,
     OP_SAVE_FILE,
 )
-from ..markers.layout import MarkerPaths
-from ..markers.reader import MarkerSet, read_markers
 from ..store import FileStatus, StoreCapabilities, StoreOperations
 
 log = logging.getLogger(__name__)

@@ -70,6 +70,7 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
             max_in_flight=self.context.max_in_flight,
             on_result=lambda url: deleted.append(url) if url else None,
         )
+        remove_emptied_directories(self, [self.from_url(url) for url in deleted])
         self.delete_file(transaction.started)
         cleanup = self._cleanup()
         log.info("%s: deleted %d data files of job %s", self.name, len(deleted), self.paths.job_id)
@@ -97,3 +98,20 @@ def marker_named_files(gate: Stage[Any, Any], transaction: TransactionPaths) -> 
             )
         paths.append(transaction.data_path(marker.data_file))
     return paths
+
+
+def remove_emptied_directories(gate: Stage[Any, Any], deleted: list[str]) -> None:
+    """On stores with real directories, remove the parents of deleted data files that are now empty, deepest
+    first, never the destination itself. A directory that existed empty before the job and received its files
+    goes too: which parents a task created is not recorded (the markers name files only)."""
+    if not gate.capabilities.real_directories:
+        return
+    root = gate.paths.dest.rstrip("/")
+    parents: set[str] = set()
+    for path in deleted:
+        parent = posixpath.dirname(path)
+        while parent.startswith(root + "/"):
+            parents.add(parent)
+            parent = posixpath.dirname(parent)
+    for directory in sorted(parents, key=lambda d: (-d.count("/"), d)):
+        gate.remove_empty_dir(directory)

@@ -36,8 +36,8 @@ from ..success_data import SuccessData
 from ..transactions import TransactionPaths, TransactionRecord, attempt_tag, parse_data_file_name, relative_to
 from .base import Stage
 from .cleanup import CleanupArguments, CleanupResult, CleanupStage, summary_in_trash
-from .transactional_abort_job import marker_named_files
 from .journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+from .transactional_abort_job import marker_named_files, remove_emptied_directories
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,9 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             accepted = started.accepted
         loaded = self._load(transaction, accepted)
         if started is None:
-            write_commit_record(self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in loaded}, 0))
+            write_commit_record(
+                self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in loaded}, 0)
+            )
         added = {relative: size for manifest in loaded for relative, size in manifest.files}
         stragglers = self._delete_stragglers(transaction, set(added))
         removed = self._removed(arguments.removed, set(added))
@@ -138,7 +140,9 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                 seen[relative] = manifest.task_id
         return sorted(loaded, key=lambda manifest: manifest.task_id)
 
-    def _load_one(self, transaction: TransactionPaths, status: FileStatus, accepted: Mapping[str, str] | None) -> _Loaded:
+    def _load_one(
+        self, transaction: TransactionPaths, status: FileStatus, accepted: Mapping[str, str] | None
+    ) -> _Loaded:
         url = self.to_url(status.path)
         manifest = TaskManifest.from_json(self.read_bytes(status.path, OP_LOAD_MANIFEST), url)
         check_manifest_ids(manifest.job_id, manifest.task_id, manifest.task_attempt_id, url)
@@ -168,7 +172,9 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         if relative is None or problem is not None:
             raise ManifestError(f"{origin}: destination {dest} {problem}")
         if source != dest:
-            raise ManifestError(f"{origin}: source {source} differs from destination {dest}; files are written in place")
+            raise ManifestError(
+                f"{origin}: source {source} differs from destination {dest}; files are written in place"
+            )
         parsed = parse_data_file_name(posixpath.basename(relative))
         if parsed is None or parsed.tid != transaction.tid or parsed.tag != tag:
             raise ManifestError(
@@ -181,15 +187,16 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         """Delete what the markers name beyond the committed files; returns how many files were there."""
         named = marker_named_files(self, transaction)
         doomed = [path for path in named if relative_to(self.paths.dest, path) not in committed]
-        deleted: list[bool] = []
+        deleted: list[str] = []
         run_bounded(
             self.context.pool,
             doomed,
-            lambda path: self.call(OP_DELETE_FILE_UNDER_DESTINATION, lambda: self._delete(path), path),
+            lambda path: path if self.call(OP_DELETE_FILE_UNDER_DESTINATION, lambda: self._delete(path), path) else "",
             max_in_flight=self.context.max_in_flight,
             on_result=deleted.append,
         )
-        count = sum(deleted)
+        remove_emptied_directories(self, [path for path in deleted if path])
+        count = sum(1 for path in deleted if path)
         if count:
             log.info("%s: deleted %d files of attempts that were not committed", self.name, count)
         return count
@@ -227,7 +234,9 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         """The commit point has passed (a rerun after a kill): finish ``_SUCCESS`` and cleanup."""
         success = committed_summary(self) or summary_in_trash(self)
         if success is None:
-            record = TransactionRecord.from_json(self.read_bytes(transaction.committed), self.to_url(transaction.committed))
+            record = TransactionRecord.from_json(
+                self.read_bytes(transaction.committed), self.to_url(transaction.committed)
+            )
             if record.job_id not in (None, self.paths.job_id):
                 raise JobStateError(
                     f"{self.to_url(transaction.committed)}: committed by job {record.job_id}, not {self.paths.job_id}"

@@ -19,7 +19,12 @@ def test_auto_is_manifest_off_s3(destination: str) -> None:
 
 @pytest.mark.parametrize(
     ("protocol", "kind"),
-    [("manifest", mc.ManifestCommitter), ("v1", FileOutputCommitterV1), ("v2", FileOutputCommitterV2)],
+    [
+        ("manifest", mc.ManifestCommitter),
+        ("v1", FileOutputCommitterV1),
+        ("v2", FileOutputCommitterV2),
+        ("transactional", mc.TransactionalCommitter),
+    ],
 )
 def test_each_built_protocol(destination: str, protocol: str, kind: type) -> None:
     with mc.create_committer(destination, "job-1", protocol, config=FAST) as committer:
@@ -35,7 +40,7 @@ def test_auto_on_s3_is_upload_which_is_not_built_yet(url: str) -> None:
     assert url in str(raised.value)
 
 
-@pytest.mark.parametrize("protocol", ["transactional", "upload"])
+@pytest.mark.parametrize("protocol", ["upload"])
 def test_protocols_not_built_yet_are_named(destination: str, protocol: str) -> None:
     with pytest.raises(mc.CommitterError, match=f"'{protocol}' is not available yet"):
         mc.create_committer(destination, "job-1", protocol)
@@ -55,7 +60,10 @@ def test_a_rename_protocol_on_s3_names_protocol_and_store(protocol: str) -> None
     assert "no rename" in str(raised.value)
 
 
-@pytest.mark.parametrize(("protocol", "name"), [("manifest", COMMITTER_NAME), ("v1", "v1"), ("v2", "v2")])
+@pytest.mark.parametrize(
+    ("protocol", "name"),
+    [("manifest", COMMITTER_NAME), ("v1", "v1"), ("v2", "v2"), ("transactional", "transactional")],
+)
 def test_success_names_the_protocol(destination: str, protocol: str, name: str) -> None:
     """The manifest protocol keeps the class name Hadoop's own ManifestCommitter writes (tools key on it);
     the others write the protocol's name, as S3A's committers write theirs (``magic``, ``staging``)."""
@@ -65,3 +73,4 @@ def test_success_names_the_protocol(destination: str, protocol: str, name: str) 
 
     assert committer.commit_job().committer == name
     assert success_file(committer).committer == name
+    committer.close()

@@ -1,0 +1,467 @@
+"""The transactional protocol end to end, on memory, local disk and both emulators: what readers see, what
+job commit, abort, vacuum and rollback leave, with both kinds of markers, and what crafted state cannot do."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+import manifest_committer as mc
+from manifest_committer.transactional_committer import TransactionalCommitter
+from manifest_committer.transactions import (
+    TransactionPaths,
+    attempt_tag,
+    committed_record_name,
+    parse_data_file_name,
+    transaction_id,
+)
+from tests.fixtures.committing import FAST, run_task, success_file, tree, write
+
+MARKER_TYPES = pytest.mark.parametrize("markers", ["batched", "direct"])
+
+
+@pytest.fixture
+def destination(protocol_destination: str) -> str:
+    """Every store, the emulators included."""
+    return protocol_destination
+
+
+def config(markers: str = "batched", **overrides: object) -> mc.CommitterConfig:
+    return mc.CommitterConfig.from_hadoop_conf(
+        {"mapreduce.manifest.committer.markers.type": markers},
+        save_retry_interval=0,
+        store_retry_interval=0,
+        **overrides,
+    )
+
+
+@pytest.fixture
+def committers() -> Iterator[list[TransactionalCommitter]]:
+    """Committers a test built, closed at its end (their marker servers and heartbeats stopped)."""
+    built: list[TransactionalCommitter] = []
+    yield built
+    for committer in built:
+        committer.close()
+
+
+def new_job(
+    destination: str, committers: list[TransactionalCommitter], job_id: str = "job-1", markers: str = "batched"
+) -> TransactionalCommitter:
+    committer = mc.create_committer(destination, job_id, "transactional", config=config(markers))
+    assert isinstance(committer, TransactionalCommitter)
+    committers.append(committer)
+    committer.setup_job()
+    return committer
+
+
+def task_side_name(relative: str) -> str:
+    """A destination file's name with the tid and attempt tag taken out again."""
+    directory, name = posixpath.split(relative)
+    parsed = parse_data_file_name(name)
+    assert parsed is not None, relative
+    stem, dot, rest = name.partition(".")
+    original = stem.removesuffix(f"-tid-{parsed.tid}-{parsed.tag}") + dot + rest
+    return posixpath.join(directory, original) if directory else original
+
+
+def readable(committer: mc.Committer) -> dict[str, bytes]:
+    """What a reader honouring the commit records sees, by task-side name (tids taken out)."""
+    store = committer.store  # type: ignore[attr-defined]
+    root = committer.destination_url
+    result = {}
+    for url in mc.committed_files(root, storage_options=committer.storage_options):  # type: ignore[attr-defined]
+        relative = url[len(root) + 1 :]
+        path = store.from_url(url)
+        result[task_side_name(urllib_unquote(relative))] = store.fs.cat_file(path)
+    return result
+
+
+def urllib_unquote(text: str) -> str:
+    import urllib.parse
+
+    return urllib.parse.unquote(text)
+
+
+def data_files(committer: TransactionalCommitter) -> dict[str, bytes]:
+    """Every file in the destination outside ``_temporary`` and the records: what a naive reader would see."""
+    return {
+        path: data
+        for path, data in tree(committer).items()
+        if data is not None and not path.startswith("_") and "/_" not in path
+    }
+
+
+# --- the happy path -----------------------------------------------------------------------------------------------
+
+
+@MARKER_TYPES
+def test_job_commit_publishes_by_record_without_moving_a_file(
+    destination: str, markers: str, committers: list[TransactionalCommitter]
+) -> None:
+    committer = new_job(destination, committers, markers=markers)
+    files = {"dt=2026-11-22/part-0.parquet": b"zero", "dt=2026-11-23/part-1.csv": b"one", "top level.json": b"2"}
+    for index, (name, data) in enumerate(files.items()):
+        run_task(committer, f"task_{index}", f"attempt_{index}_0", {name: data})
+    before = data_files(committer)
+    assert {task_side_name(p) for p in before} == set(files), "tasks write straight into the destination"
+    assert readable(committer) == {}, "nothing is committed before job commit"
+
+    success = committer.commit_job()
+
+    assert data_files(committer) == before, "job commit moves no data file"
+    assert readable(committer) == files
+    tid = transaction_id("job-1")
+    record = orjson.loads(tree(committer)[committed_record_name(tid)] or b"")
+    assert sorted(record["added"]) == sorted(before) and record["removed"] == []
+    assert tree(committer)[f"_started_{tid}"] == b""
+    for path in before:
+        parsed = parse_data_file_name(posixpath.basename(path))
+        assert parsed is not None and parsed.tid == tid
+    assert success.committer == "transactional" == success_file(committer).committer
+    assert success.iostatistics.counters["committer_files_committed"] == 3
+    assert not any(path.startswith("_temporary") for path in tree(committer))
+
+
+def test_losing_and_failed_attempts_are_deleted_through_their_markers(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    """Speculation and retries: each attempt writes under its own name; only the accepted one stays."""
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0_a", "attempt_0_a", {"p/part-0.csv": b"winner"})
+    run_task(committer, "task_0_b", "attempt_0_b", {"p/part-0.csv": b"speculative loser"})
+    failed = run_task(committer, "task_1_a", "attempt_1_a", {"part-1.csv": b"failed"}, commit=False)
+    run_task(committer, "task_1_b", "attempt_1_b", {"part-1.csv": b"retry"})
+    never_committed = run_task(committer, "task_2_a", "attempt_2_a", {"part-2.csv": b"not accepted"}, commit=False)
+    assert len(data_files(committer)) == 5
+
+    committer.commit_job({"task_0_a": "attempt_0_a", "task_1_b": "attempt_1_b"})
+
+    assert readable(committer) == {"p/part-0.csv": b"winner", "part-1.csv": b"retry"}
+    assert sorted(data_files(committer).values()) == [b"retry", b"winner"], "losers' files were deleted"
+    assert failed.attempt_id != never_committed.attempt_id
+
+
+def test_task_commit_and_job_commit_in_other_processes(
+    tmp_path: Path, committers: list[TransactionalCommitter]
+) -> None:
+    """Tasks in separate processes send their markers to this process's marker server; one attempt is committed
+    by yet another process, which finds its files through the markers."""
+    destination = str(tmp_path / "out")
+    committer = new_job(destination, committers)
+    script = """
+import sys, manifest_committer as mc
+destination, attempt, commit = sys.argv[1], sys.argv[2], sys.argv[3] == "commit"
+conf = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0)
+with mc.create_committer(destination, "job-1", "transactional", config=conf) as committer:
+    task = committer.setup_task("task_" + attempt, "attempt_" + attempt)
+    for n in range(3):
+        with task.fs.open(f"{task.work_path}/d={n}/part-{attempt}.csv", "wb") as handle:
+            handle.write(attempt.encode())
+    if commit:
+        committer.commit_task(task)
+"""
+    for attempt, commit in (("0", "commit"), ("1", "commit"), ("2", "write-only")):
+        subprocess.run([sys.executable, "-c", script, destination, attempt, commit], check=True, timeout=120)
+    other = mc.create_committer(destination, "job-1", "transactional", config=FAST)
+    committers.append(other)  # type: ignore[arg-type]
+    other.commit_task(other.task_attempt("task_2", "attempt_2"))  # found through the markers
+    server = committer.marker_server
+    assert server is not None and len(server.markers()) == 9, "every task's markers reached the server"
+
+    mc.create_committer(destination, "job-1", "transactional", config=FAST).commit_job()
+
+    assert readable(committer) == {f"d={n}/part-{a}.csv": a.encode() for n in range(3) for a in "012"}
+
+
+def test_rerun_after_the_commit_point_returns_the_summary_and_abort_keeps_the_output(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0", {"a.csv": b"a"})
+    first = committer.commit_job()
+
+    again = mc.create_committer(destination, "job-1", "transactional", config=FAST).commit_job()
+    aborted = TransactionalCommitter(destination, "job-1", config=FAST).abort_job()
+
+    assert again.filenames == first.filenames and again.job_id == "job-1"
+    assert aborted.committed and aborted.deleted == ()
+    assert readable(committer) == {"a.csv": b"a"}
+
+
+def test_a_transaction_is_committed_once(destination: str, committers: list[TransactionalCommitter]) -> None:
+    committer = new_job(destination, committers)
+    committer.commit_job()
+    with pytest.raises(mc.JobStateError, match="already committed"):
+        mc.create_committer(destination, "job-1", "transactional", job_attempt=1).setup_job()
+
+
+# --- abort and rollback ----------------------------------------------------------------------------------------------
+
+
+@MARKER_TYPES
+def test_abort_from_a_fresh_committer_deletes_exactly_the_jobs_files(
+    destination: str, markers: str, committers: list[TransactionalCommitter]
+) -> None:
+    earlier = new_job(destination, committers, job_id="job-0", markers=markers)
+    run_task(earlier, "task_0", "attempt_0", {"kept.csv": b"earlier job"})
+    earlier.commit_job()
+    before = tree(earlier)
+    committer = new_job(destination, committers, markers=markers)
+    for index in range(3):
+        run_task(committer, f"task_{index}", f"attempt_{index}", {f"d/part-{index}.csv": b"x"}, commit=index < 2)
+    committer.close()  # the driver is gone: its marker server or heartbeat with it
+
+    aborted = TransactionalCommitter(destination, "job-1", config=config(markers)).abort_job()
+    second = TransactionalCommitter(destination, "job-1", config=config(markers)).abort_job()
+
+    assert len(aborted.deleted) == 3 and second.deleted == ()
+    assert tree(earlier) == before, "the destination is byte for byte as before the job"
+
+
+def test_a_crafted_marker_cannot_make_an_abort_delete_another_jobs_file(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    earlier = new_job(destination, committers, job_id="job-0", markers="direct")
+    run_task(earlier, "task_0", "attempt_0", {"kept.csv": b"committed"})
+    earlier.commit_job()
+    (victim,) = data_files(earlier)
+    committer = new_job(destination, committers, markers="direct")
+    committer.close()
+    marker = TransactionPaths(committer.paths).markers.markers_dir + f"/{victim}.marker.CREATE"
+    earlier.store.write_bytes(marker, b"")  # the closed committer's client is gone
+    before = tree(earlier)
+
+    with pytest.raises(mc.MarkerError, match="not a file of transaction"):
+        mc.create_committer(destination, "job-1", "transactional", config=FAST).abort_job()
+
+    assert tree(earlier) == before
+
+
+def test_a_crafted_manifest_cannot_claim_another_attempts_file(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0", {"a.csv": b"mine"})
+    loser = run_task(committer, "task_1", "attempt_1", {"b.csv": b"other attempt"}, commit=False)
+    (loser_file,) = [p for p in data_files(committer) if attempt_tag(loser.attempt_id) in p]
+    manifest_path = committer.paths.manifest_path("task_0")
+    document = orjson.loads(committer.store.read_bytes(manifest_path))
+    url = committer.store.to_url(committer.paths.dest + "/" + loser_file)
+    document["files"].append({"s": url, "d": url, "z": 13})
+    committer.store.write_bytes(manifest_path, orjson.dumps(document))
+    before = tree(committer)
+
+    with pytest.raises(mc.ManifestError, match="not a file of this task attempt"):
+        committer.commit_job()
+
+    assert tree(committer) == before
+
+
+def test_rollback_undoes_dead_jobs_only(tmp_path: Path, committers: list[TransactionalCommitter]) -> None:
+    destination = str(tmp_path / "out")
+    alive = new_job(destination, committers, job_id="alive")
+    run_task(alive, "task_0", "attempt_0", {"alive.csv": b"a"})
+    dead_batched = new_job(destination, committers, job_id="dead-batched")
+    run_task(dead_batched, "task_0", "attempt_0", {"dead-b.csv": b"b"})
+    assert dead_batched.marker_server is not None
+    dead_batched.marker_server.stop(flush=False)  # a killed driver: no answer, nothing flushed
+    dead_direct = new_job(destination, committers, job_id="dead-direct", markers="direct")
+    run_task(dead_direct, "task_0", "attempt_0", {"dead-d.csv": b"d"})
+    dead_direct.close()
+    committed = new_job(destination, committers, job_id="committed")
+    run_task(committed, "task_0", "attempt_0", {"committed.csv": b"c"})
+    committed.commit_job()
+    short_expiry = config(heartbeat_expiry_seconds=0.5)
+    time.sleep(0.6)
+
+    rolled = mc.rollback(destination, config=short_expiry)
+
+    assert sorted(r.job_id for r in rolled) == ["dead-batched", "dead-direct"]
+    names = {task_side_name(p) for p in data_files(alive)}
+    assert names == {"alive.csv", "committed.csv"}
+    assert readable(alive) == {"committed.csv": b"c"}
+
+
+def test_rollback_of_a_named_job_without_markers_is_refused(tmp_path: Path) -> None:
+    destination = str(tmp_path / "out")
+    with mc.create_committer(destination, "manifest-job", "manifest") as committer:
+        committer.setup_job()
+        with pytest.raises(mc.CommitterError, match="has no write markers"):
+            mc.rollback(destination, "manifest-job")
+
+
+def test_marker_server_killed_mid_job_rollback_is_exact_from_the_files(tmp_path: Path) -> None:
+    """A driver process (with its marker server) is SIGKILLed while tasks write; rollback from the files alone
+    deletes exactly the files the tasks created, and a file of another tool stays."""
+    destination = tmp_path / "out"
+    destination.mkdir()
+    (destination / "other-tool.csv").write_bytes(b"not ours")
+    driver = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, str(destination)], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert driver.stdout is not None
+        assert driver.stdout.readline().strip() == "ready"
+        for attempt in range(4):
+            subprocess.run([sys.executable, "-c", _TASK, str(destination), str(attempt)], check=True, timeout=120)
+    finally:
+        driver.kill()
+        driver.wait()
+    written = {p.relative_to(destination) for p in destination.rglob("*.csv")} - {Path("other-tool.csv")}
+    assert len(written) == 8
+
+    (rolled,) = mc.rollback(str(destination))
+
+    assert rolled.job_id == "job-killed" and len(rolled.deleted) == 8
+    assert sorted(p.name for p in destination.rglob("*") if p.is_file()) == ["other-tool.csv"]
+
+
+_DRIVER = """
+import sys, time, manifest_committer as mc
+committer = mc.create_committer(sys.argv[1], "job-killed", "transactional")
+committer.setup_job()
+print("ready", flush=True)
+time.sleep(600)
+"""
+_TASK = """
+import sys, manifest_committer as mc
+with mc.create_committer(sys.argv[1], "job-killed", "transactional") as committer:
+    task = committer.setup_task("task_" + sys.argv[2], "attempt_" + sys.argv[2])
+    for n in range(2):
+        with task.fs.open(f"{task.work_path}/d={n}/part-{sys.argv[2]}.csv", "wb") as handle:
+            handle.write(b"x")
+"""
+
+
+# --- overwrite, readers and vacuum -----------------------------------------------------------------------------------
+
+
+def test_overwrite_lists_replaced_files_as_removed_and_vacuum_deletes_them_later(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    first = new_job(destination, committers, job_id="job-0")
+    run_task(first, "task_0", "attempt_0", {"old.csv": b"old"})
+    first.commit_job()
+    first.store.write_bytes(first.paths.dest + "/foreign.csv", b"another tool's file")
+    assert readable_names(first) == {"old.csv", "foreign.csv"}
+    second = new_job(destination, committers, job_id="job-1")
+    run_task(second, "task_0", "attempt_0", {"new.csv": b"new"})
+    replaced = [
+        second.store.from_url(url) for url in mc.committed_files(second.destination_url, second.storage_options)
+    ]
+
+    _, count = second.commit_job_replacing(replaced)
+
+    assert count == 2
+    assert readable_names(second) == {"new.csv"}, "readers stop seeing replaced files at the commit point"
+    record = orjson.loads(second.store.read_bytes(TransactionPaths(second.paths).committed))
+    assert len(record["removed"]) == 2
+    assert mc.vacuum(second.destination_url, 1.0, storage_options=second.storage_options) == []
+    deleted = mc.vacuum(second.destination_url, 0.0, storage_options=second.storage_options, now=time.time() + 5)
+    assert [task_side_name(url.rsplit("/", 1)[1]) for url in deleted] == ["old.csv"], "never a file without a tid"
+    assert {task_side_name(p) if parse_data_file_name(posixpath.basename(p)) else p for p in data_files(second)} == {
+        "new.csv",
+        "foreign.csv",
+    }
+
+
+def test_vacuum_deletes_stragglers_but_not_committed_or_running_jobs_files(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0", {"good.csv": b"good"})
+    committer.commit_job()
+    # A killed attempt that carries the committed tid but was never committed: a straggler.
+    late = TransactionalCommitter(destination, "job-1", config=config("direct"))
+    committers.append(late)
+    write(late.task_attempt("task_9", "attempt_9"), "late.csv", b"straggler")
+    running = new_job(destination, committers, job_id="job-running")
+    run_task(running, "task_0", "attempt_0", {"running.csv": b"uncommitted, still running"})
+    assert readable(committer) == {"good.csv": b"good"}
+
+    deleted = mc.vacuum(committer.destination_url, 0.0, storage_options=committer.storage_options, now=time.time() + 5)
+
+    assert [task_side_name(url.rsplit("/", 1)[1]) for url in deleted] == ["late.csv"]
+    assert sorted(task_side_name(p) for p in data_files(committer)) == ["good.csv", "running.csv"]
+
+
+def test_readers_of_one_partition_find_the_tables_record_above_it(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0", {"dt=1/a.csv": b"a", "dt=2/b.csv": b"b"})
+    committer.commit_job()
+    partition = committer.destination_url + "/dt=1"
+
+    assert [
+        url.rsplit("/", 1)[1].split("-tid-")[0] for url in mc.committed_files(partition, committer.storage_options)
+    ] == ["a"]
+    assert mc.vacuum(partition, 0.0, storage_options=committer.storage_options, now=time.time() + 5) == []
+
+
+def test_a_crafted_commit_record_is_refused_by_readers(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    committer = new_job(destination, committers)
+    committer.store.write_bytes(committer.paths.dest + "/_committed_5", b'{"added": ["../outside.csv"], "removed": []}')
+    with pytest.raises(mc.ManifestError, match=r"_committed_5.*added\[0\]"):
+        mc.committed_files(committer.destination_url, committer.storage_options)
+    with pytest.raises(mc.ConfigError, match="retention_hours"):
+        mc.vacuum(committer.destination_url, -1)
+
+
+def readable_names(committer: TransactionalCommitter) -> set[str]:
+    names = set()
+    for url in mc.committed_files(committer.destination_url, committer.storage_options):
+        name = url.rsplit("/", 1)[1]
+        names.add(task_side_name(name) if parse_data_file_name(name) else name)
+    return names
+
+
+# --- what a task may do ---------------------------------------------------------------------------------------------
+
+
+def test_task_filesystem_refuses_hidden_names_paths_outside_and_renames(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    committer = new_job(destination, committers)
+    task = committer.setup_task("task_0", "attempt_0")
+    for bad in ("_SUCCESS", ".hidden", "dir/_x.csv", "a/../b.csv"):
+        with pytest.raises(mc.CommitterError, match="must not"):
+            write(task, bad, b"x")
+    with pytest.raises(mc.CommitterError, match="only below its work path"):
+        task.fs.open(committer.paths.dest + "/elsewhere.csv", "wb")
+    write(task, "a.csv", b"a")
+    assert task.fs.cat_file(task.work_path + "/a.csv") == b"a"
+    assert task.fs.ls(task.work_path, detail=False) == [task.work_path + "/a.csv"]
+    with pytest.raises(mc.CommitterError, match="cannot rename"):
+        committer.commit_task(task, {"a.csv": "b.csv"})
+
+
+def test_an_unknown_marker_type_is_named() -> None:
+    with pytest.raises(mc.ConfigError, match=r"markers\.type"):
+        mc.CommitterConfig.from_hadoop_conf({"mapreduce.manifest.committer.markers.type": "timeline"})
+    with pytest.raises(mc.CommitterError, match="'timeline'"):
+        mc.create_committer(
+            "memory://x/out", "job-1", "transactional", config=mc.CommitterConfig(markers_type="timeline")
+        )
+
+
+def test_names_carry_the_tid_and_the_attempt_tag() -> None:
+    tid = transaction_id("job-1")
+    assert tid == transaction_id("job-1") != transaction_id("job-2")
+    assert tid.isdigit() and int(tid) < 2**63
+    name = f"part-00000-tid-{tid}-{attempt_tag('a')}.snappy.parquet"
+    parsed = parse_data_file_name(name)
+    assert parsed is not None and parsed.tid == tid and parsed.tag == attempt_tag("a")
+    assert parse_data_file_name("part-00000.parquet") is None
+    assert parse_data_file_name(f"_committed-tid-{tid}-{attempt_tag('a')}") is None
+    assert os.path.basename(name) == name
