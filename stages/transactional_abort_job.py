@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MarkerError
+from ..markers.layout import MarkerPaths
 from ..parallel import run_bounded
+from ..paths import JobPaths
 from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
 from ..transactions import TransactionPaths, parse_data_file_name
 from .base import Stage
@@ -85,19 +87,32 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
 
 
 def marker_named_files(gate: Stage[Any, Any], transaction: TransactionPaths) -> list[str]:
-    """Store paths of the data files the job's markers name; ``MarkerError`` for a marker naming anything that is
-    not a file of this transaction."""
-    markers = gate.read_markers(transaction.markers)
-    paths = []
-    for marker in sorted(markers.markers):
-        parsed = parse_data_file_name(posixpath.basename(marker.data_file))
-        if parsed is None or parsed.tid != transaction.tid:
-            raise MarkerError(
-                f"{gate.to_url(transaction.markers.markers_dir)}: a marker names {marker.data_file!r}, which is not "
-                f"a file of transaction {transaction.tid}; refusing to delete it"
-            )
-        paths.append(transaction.data_path(marker.data_file))
-    return paths
+    """Store paths of the data files named by the markers of this job attempt and of the job's earlier attempts
+    (a job attempt that died left its files under the same tid); ``MarkerError`` for a marker naming anything
+    that is not a file of this transaction."""
+    paths: set[str] = set()
+    for attempt in _attempts_up_to(gate, transaction.job):
+        marker_paths = MarkerPaths(JobPaths(transaction.job.dest, transaction.job.job_id, attempt))
+        for marker in gate.read_markers(marker_paths).markers:
+            parsed = parse_data_file_name(posixpath.basename(marker.data_file))
+            if parsed is None or parsed.tid != transaction.tid:
+                raise MarkerError(
+                    f"{gate.to_url(marker_paths.markers_dir)}: a marker names {marker.data_file!r}, which is not "
+                    f"a file of transaction {transaction.tid}; refusing to delete it"
+                )
+            paths.add(transaction.data_path(marker.data_file))
+    return sorted(paths)
+
+
+def _attempts_up_to(gate: Stage[Any, Any], job: JobPaths) -> list[int]:
+    """This job attempt and the earlier attempts that left state under the job's directory."""
+    try:
+        entries = gate.list_dir(job.job_dir)
+    except FileNotFoundError:
+        return [job.job_attempt]
+    names = (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
+    earlier = {int(name) for name in names if len(name) == 2 and name.isdigit() and int(name) < job.job_attempt}
+    return sorted(earlier | {job.job_attempt})
 
 
 def remove_emptied_directories(gate: Stage[Any, Any], deleted: list[str]) -> None:

@@ -465,3 +465,20 @@ def test_names_carry_the_tid_and_the_attempt_tag() -> None:
     assert parse_data_file_name("part-00000.parquet") is None
     assert parse_data_file_name(f"_committed-tid-{tid}-{attempt_tag('a')}") is None
     assert os.path.basename(name) == name
+
+
+def test_a_later_job_attempt_deletes_the_files_of_the_attempt_that_died(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    first = new_job(destination, committers)
+    run_task(first, "task_0", "attempt_0_0", {"a.csv": b"attempt 0"})
+    first.close()
+    second = TransactionalCommitter(destination, "job-1", 1, config())
+    committers.append(second)
+    second.setup_job()
+    run_task(second, "task_0", "attempt_0_1", {"a.csv": b"attempt 1"})
+
+    second.commit_job()
+
+    assert readable(second) == {"a.csv": b"attempt 1"}
+    assert sorted(data_files(second).values()) == [b"attempt 1"]
