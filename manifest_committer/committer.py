@@ -18,7 +18,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
@@ -180,6 +180,11 @@ class CommitterBase(ABC):
     @abstractmethod
     def task_work_path(self, attempt_id: str) -> str:
         """The store path of an attempt's private working directory, in the protocol's layout."""
+
+    def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
+        """Entered while a task attempt runs: what keeps its job looking alive where no driver process hosts the
+        job's side of it. Nothing here; the transactional protocol with direct markers beats a heartbeat."""
+        return nullcontext()
 
     # --- tasks ----------------------------------------------------------------------------------------------------
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from .committer import CommitterBase, TaskAttempt
@@ -51,6 +52,15 @@ from .transactions import transaction_id
 log = logging.getLogger(__name__)
 
 MARKER_TYPES = ("direct", "batched")
+
+
+@contextmanager
+def _beating(heartbeat: Heartbeat) -> Iterator[Heartbeat]:
+    heartbeat.start()
+    try:
+        yield heartbeat
+    finally:
+        heartbeat.stop(remove=True)
 
 
 class TransactionalCommitter(CommitterBase):
@@ -234,6 +244,21 @@ class TransactionalCommitter(CommitterBase):
 
     def _marker_type(self) -> Any:
         return "direct" if self.config.markers_type == "direct" else "batched"
+
+    def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
+        """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (removed at its end), so a
+        job whose driver side lives in no process (Spark's ``format("manifest")``) is alive while tasks run."""
+        if self.config.markers_type != "direct":
+            return nullcontext()  # the marker server in the driver is the job's liveness
+        check_id("task attempt id", attempt_id)
+        heartbeat = Heartbeat(
+            self._store,
+            self.marker_paths,
+            self._task_context(attempt_id).store_retry,
+            expiry_seconds=self.config.heartbeat_expiry_seconds,
+            path=self.marker_paths.task_heartbeat(attempt_id),
+        )
+        return _beating(heartbeat)
 
     def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
         """Nothing to create: the attempt's files go to the destination, its markers to the job's state."""

@@ -482,3 +482,26 @@ def test_a_later_job_attempt_deletes_the_files_of_the_attempt_that_died(
 
     assert readable(second) == {"a.csv": b"attempt 1"}
     assert sorted(data_files(second).values()) == [b"attempt 1"]
+
+
+def test_a_running_task_keeps_a_direct_marker_job_alive_without_its_driver(
+    tmp_path: Path, committers: list[TransactionalCommitter]
+) -> None:
+    """Spark's ``format("manifest")`` sets the job up in a worker that exits: the running tasks' beats then say
+    the job is alive, and once they end (their beats removed) the expired driver beat says it is dead."""
+    destination = str(tmp_path / "out")
+    short = config("direct", heartbeat_expiry_seconds=0.4)
+    driver = new_job(destination, committers, markers="direct")
+    driver.close()  # the driver's heartbeat stops with it
+    task_committer = TransactionalCommitter(destination, "job-1", config=short)
+    committers.append(task_committer)
+    with task_committer.keep_alive("attempt_0"):
+        run_task(task_committer, "task_0", "attempt_0", {"a.csv": b"a"})
+        time.sleep(0.6)
+        assert mc.rollback(destination, config=short) == [], "a task is running: the job is alive"
+    time.sleep(0.5)
+
+    (rolled,) = mc.rollback(destination, config=short)
+
+    assert len(rolled.deleted) == 1 and "heartbeat" in rolled.reason
+    assert data_files(task_committer) == {}

@@ -2,7 +2,10 @@
 
 A job with batched markers is alive while its marker server answers as itself (``server.json`` token); a
 job with direct markers is alive while its heartbeat, an object the driver rewrites every few seconds, is
-younger than ``heartbeat.expiry.seconds`` (Hudi's heartbeats). The heartbeat holds the driver's clock time
+younger than ``heartbeat.expiry.seconds`` (Hudi's heartbeats). Where no driver process outlives the job's
+setup (Spark's ``format("manifest")`` plans the write in a short-lived worker), each running task attempt beats
+its own object under ``heartbeats/`` (one per attempt: stores limit writes to one object, GCS to one a second),
+deleted when the task ends; the newest of all beats decides. The heartbeat holds the driver's clock time
 rather than relying on the store's modification times, which not every store reports the same way; the
 check compares it with its own clock, so clocks must agree to well within the expiry (the default of two
 minutes leaves room).
@@ -41,9 +44,12 @@ class Heartbeat:
         *,
         expiry_seconds: float = DEFAULT_EXPIRY_SECONDS,
         interval: float | None = None,
+        path: str | None = None,
     ) -> None:
         self._calls = MarkerStoreCalls(store, retry)
         self.paths = paths
+        self.path = path or paths.heartbeat
+        """The driver's ``heartbeat``, or a task attempt's object under ``heartbeats/``."""
         self.interval = interval if interval is not None else max(expiry_seconds / 4.0, 0.05)
         """A quarter of the expiry by default: three beats may fail before a living job looks dead."""
         self._stop = threading.Event()
@@ -58,7 +64,7 @@ class Heartbeat:
             "hostname": socket.gethostname(),
             "pid": os.getpid(),
         }
-        self._calls.write_bytes(self.paths.heartbeat, orjson.dumps(document))
+        self._calls.write_bytes(self.path, orjson.dumps(document))
 
     def start(self) -> Heartbeat:
         """Beat now (so the job is alive before its first marker), then keep beating in the background."""
@@ -68,11 +74,17 @@ class Heartbeat:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def stop(self, *, remove: bool = False) -> None:
+        """Stop beating; ``remove`` deletes the object too (a task's beat at its end: the job lives on)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+        if remove:
+            try:
+                self._calls.delete_file(self.path)
+            except Exception as error:  # an old beat only makes the job look alive a little longer
+                log.warning("Heartbeat %s not removed: %s", self.path, describe_error(error))
 
     def __enter__(self) -> Heartbeat:
         return self.start()
@@ -85,21 +97,32 @@ class Heartbeat:
             try:
                 self.beat()
             except Exception as error:  # a missed beat is not fatal: the next may succeed within the expiry
-                log.warning("Heartbeat %s not written: %s", self.paths.heartbeat, describe_error(error))
+                log.warning("Heartbeat %s not written: %s", self.path, describe_error(error))
 
 
 def read_heartbeat(store: StoreOperations, paths: MarkerPaths, retry: RetryPolicy) -> float | None:
-    """Seconds since the epoch of the job's last heartbeat, or ``None`` if it has none."""
+    """Seconds since the epoch of the job's newest heartbeat (the driver's or a running task's), or ``None``."""
     calls = MarkerStoreCalls(store, retry)
+    beats = [_read_beat(calls, paths.heartbeat)]
     try:
-        data = calls.read_bytes(paths.heartbeat)
+        task_beats = calls.list_dir(paths.task_heartbeats_dir)
+    except FileNotFoundError:
+        task_beats = []
+    beats.extend(_read_beat(calls, status.path) for status in task_beats if not status.is_dir)
+    known = [beat for beat in beats if beat is not None]
+    return max(known) if known else None
+
+
+def _read_beat(calls: MarkerStoreCalls, path: str) -> float | None:
+    try:
+        data = calls.read_bytes(path)
     except FileNotFoundError:
         return None
     try:
         raw = orjson.loads(data)
         return int(raw["timestampMs"]) / 1000.0
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        raise MarkerError(f"{paths.heartbeat}: not a heartbeat ({describe_error(error)})") from None
+        raise MarkerError(f"{path}: not a heartbeat ({describe_error(error)})") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,8 @@ BATCHED = "BATCHED"
 BATCHED_FILE_PREFIX = "MARKERS"
 SERVER_STATE_FILE = "server.json"
 HEARTBEAT_FILE = "heartbeat"
+TASK_HEARTBEATS_DIR = "heartbeats"
+"""Beside ``markers/``: one heartbeat per running task attempt, where no driver process hosts the job's own."""
 
 _BATCHED_FILE = re.compile(r"MARKERS(0|[1-9][0-9]*)\Z")
 _MARKER_NAME = re.compile(r"(?P<data>.+)\.marker\.(?P<type>[A-Za-z]+)\Z", re.DOTALL)
@@ -132,6 +134,13 @@ class MarkerPaths:
     @property
     def heartbeat(self) -> str:
         return posixpath.join(self.markers_dir, HEARTBEAT_FILE)
+
+    @property
+    def task_heartbeats_dir(self) -> str:
+        return posixpath.join(self.job.job_attempt_dir, TASK_HEARTBEATS_DIR)
+
+    def task_heartbeat(self, attempt_id: str) -> str:
+        return posixpath.join(self.task_heartbeats_dir, attempt_id)
 
     def batched_file(self, index: int) -> str:
         return posixpath.join(self.markers_dir, f"{BATCHED_FILE_PREFIX}{index}")
