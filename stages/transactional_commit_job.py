@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..admission import check_manifest_ids, destination_relative_problem
-from ..errors import JobStateError, ManifestError
+from ..errors import JobStateError, ManifestError, OutputValidationError
 from ..manifest import TaskManifest
 from ..parallel import run_bounded
 from ..statistic_names import (
@@ -28,6 +28,7 @@ from ..statistic_names import (
     COMMITTER_FILES_COMMITTED,
     COMMITTER_TASKS_COMPLETED,
     JOB_STAGE_LOAD_MANIFESTS,
+    JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
     OP_DELETE_FILE_UNDER_DESTINATION,
     OP_LOAD_MANIFEST,
 )
@@ -96,6 +97,8 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                 self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in loaded}, 0)
             )
         added = {relative: size for manifest in loaded for relative, size in manifest.files}
+        if self.config.validate_output:
+            self._validate(transaction, added)
         stragglers = self._delete_stragglers(transaction, set(added))
         removed = self._removed(arguments.removed, set(added))
         record = TransactionRecord(tuple(sorted(added)), tuple(removed), self.paths.job_id)
@@ -182,6 +185,22 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                 f"and the attempt's tag {tag})"
             )
         return relative
+
+    def _validate(self, transaction: TransactionPaths, added: dict[str, int]) -> None:
+        """Every committed file is in place with the size its task recorded: before the commit point."""
+        with self.stats.track(JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT):
+
+            def check(relative: str) -> None:
+                path = transaction.data_path(relative)
+                status = self.info(path)
+                if status is None or status.is_dir:
+                    raise OutputValidationError(f"{self.to_url(path)}: committed by a task but not in the store")
+                if status.size != added[relative]:
+                    raise OutputValidationError(
+                        f"{self.to_url(path)}: {status.size} bytes in the store, {added[relative]} at task commit"
+                    )
+
+            run_bounded(self.context.pool, sorted(added), check, max_in_flight=self.context.max_in_flight)
 
     def _delete_stragglers(self, transaction: TransactionPaths, committed: set[str]) -> int:
         """Delete what the markers name beyond the committed files; returns how many files were there."""

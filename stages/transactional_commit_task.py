@@ -8,7 +8,14 @@ from dataclasses import dataclass
 
 from ..errors import CommitterError
 from ..manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
-from ..statistic_names import COMMITTER_TASKS_COMPLETED, TASK_STAGE_COMMIT
+from ..statistic_names import (
+    COMMITTER_TASK_DIRECTORY_COUNT,
+    COMMITTER_TASK_DIRECTORY_DEPTH,
+    COMMITTER_TASK_FILE_COUNT,
+    COMMITTER_TASK_FILE_SIZE,
+    COMMITTER_TASKS_COMPLETED,
+    TASK_STAGE_COMMIT,
+)
 from ..transactions import TransactionPaths, attempt_tag, parse_data_file_name
 from .base import Stage
 from .save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
@@ -68,6 +75,10 @@ class TransactionalCommitTaskStage(Stage[TransactionalCommitTaskArguments, Trans
                 directories[parent] = parent.count("/") + 1
                 parent = posixpath.dirname(parent)
         self.stats.increment(COMMITTER_TASKS_COMPLETED)
+        self.stats.add_sample(COMMITTER_TASK_FILE_COUNT, len(files))
+        self.stats.add_sample(COMMITTER_TASK_FILE_SIZE, sum(entry.size for entry in files))
+        self.stats.add_sample(COMMITTER_TASK_DIRECTORY_COUNT, len(directories))
+        self.stats.add_sample(COMMITTER_TASK_DIRECTORY_DEPTH, max(directories.values(), default=0))
         attempt_url = self.to_url(self.paths.task_attempt_dir(attempt))
         dirs = [
             DirEntry(self.to_url(transaction.data_path(d)), EntryStatus.DIR, level)
