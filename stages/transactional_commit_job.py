@@ -262,9 +262,9 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                 )
             success = self._summary(sorted(record.added))
             if self.info(self.paths.job_attempt_dir) is not None:
-                self._publish(success)
-            elif self.config.mark_successful_jobs:
-                self.write_bytes(self.paths.success_path, success.to_json())
+                self._publish(success)  # killed between the commit point and commit-finished
+            # Else the job finished long ago and its state is gone: a later job's _SUCCESS may be in place now,
+            # and must not be replaced by this one's.
         log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
         self._cleanup(arguments)
         return TransactionalCommitJobResult(success, 0, len(success.filenames), 0, already_committed=True)

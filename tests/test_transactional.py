@@ -505,3 +505,19 @@ def test_a_running_task_keeps_a_direct_marker_job_alive_without_its_driver(
 
     assert len(rolled.deleted) == 1 and "heartbeat" in rolled.reason
     assert data_files(task_committer) == {}
+
+
+def test_a_rerun_of_an_old_jobs_commit_leaves_a_later_jobs_success(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    first = new_job(destination, committers, job_id="job-a")
+    run_task(first, "task_0", "attempt_0", {"a.csv": b"a"})
+    first.commit_job()
+    second = new_job(destination, committers, job_id="job-b")
+    run_task(second, "task_0", "attempt_0", {"b.csv": b"b"})
+    second.commit_job()
+
+    again = TransactionalCommitter(destination, "job-a", config=FAST).commit_job()
+
+    assert again.job_id == "job-a" and len(again.filenames) == 1
+    assert success_file(second).job_id == "job-b"
