@@ -236,6 +236,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not list the whole destination to count a transactional table's data files",
     )
+    status.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Hadoop committer key, repeatable (heartbeat.expiry.seconds judges direct-marker drivers)",
+    )
     _add_storage_option(status)
     for name, help_text in (
         ("commit", "run a job commit again: finishes an interrupted one"),
@@ -331,16 +338,16 @@ def _operate(args: argparse.Namespace, options: dict[str, Any]) -> str:
     from .store import open_store
 
     _log_warnings_on_one_line()
+    config = CommitterConfig.from_hadoop_conf(_pairs("--conf", args.conf))
     if args.command == "status":
         store, dest = open_store(args.destination, options)
         try:
-            status = inspect_destination(store, dest, count_data_files=not args.no_file_count)
+            status = inspect_destination(store, dest, config, count_data_files=not args.no_file_count)
         finally:
             store.close()
         if args.json:
             return orjson.dumps(status.to_dict(), option=orjson.OPT_INDENT_2).decode()
         return format_status(status)
-    config = CommitterConfig.from_hadoop_conf(_pairs("--conf", args.conf))
     if args.command in ("rollback", "vacuum"):
         destination = DestinationRequest(args.destination, config, options)
         if args.command == "rollback":
