@@ -297,6 +297,27 @@ def test_commit_of_a_transactional_job_writes_its_record_and_deletes_the_loser(
     assert "Files:      2 committed" in out
 
 
+def test_commit_of_a_job_committed_before_the_last_one_leaves_the_last_success(
+    dest: str, committers: list[TransactionalCommitter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Job A committed, then job B: ``commit --job A`` has nothing to do, and B's ``_SUCCESS`` stays B's (a rerun
+    of A's commit would write A's over it)."""
+    for job_id in ("job-a", "job-b"):
+        job = new_job(dest, committers, job_id)
+        run_task(job, "task_0", "attempt_0", {f"{job_id}.csv": b"x"})
+        job.commit_job()
+    before = everything(dest)
+
+    out = ok(capsys, "commit", dest, "--job", "job-a")
+
+    assert out.startswith("Job job-a was already committed (transactional")
+    assert "nothing to do" in out
+    assert everything(dest) == before
+    assert mc.SuccessData.load(dest + "/_SUCCESS").job_id == "job-b"
+    out = ok(capsys, "commit", dest, "--job", "job-b")
+    assert "Job job-b (attempt 00) was already committed; finished its cleanup (transactional)" in out
+
+
 def test_abort_of_a_committed_transactional_job_keeps_its_output(
     dest: str, committers: list[TransactionalCommitter], capsys: pytest.CaptureFixture[str]
 ) -> None:

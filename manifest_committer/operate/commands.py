@@ -48,6 +48,8 @@ class _Found:
     status: AttemptStatus | None
     """``None``: the job has no state left under ``_temporary`` (its commit point passed)."""
     transactional: bool
+    success_is_ours: bool
+    """The destination's ``_SUCCESS`` is this job's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +78,12 @@ def _find_attempt(request: JobRequest) -> _Found:
     success_is_ours = status.last_success is not None and status.last_success.job_id == request.job_id
     if job is None or not job.attempts:
         if success_is_ours or committed_record:
-            return _Found(request.attempt or 0, None, committed_record)
+            return _Found(request.attempt or 0, None, committed_record, success_is_ours)
         others = ", ".join(j.job_id for j in status.jobs) or "none"
         where = posixpath.join(status.destination, TEMPORARY_DIR)
         raise CommitterError(f"{where}: no job {request.job_id!r} in flight there (jobs there: {others})")
     chosen = _attempt_of(job, _pick(status.destination, job, request.attempt))
-    return _Found(chosen.attempt, chosen, chosen.protocol == TRANSACTIONAL)
+    return _Found(chosen.attempt, chosen, chosen.protocol == TRANSACTIONAL, success_is_ours)
 
 
 def _pick(destination: str, job: JobStatus, attempt: int | None) -> int:
@@ -164,6 +166,13 @@ def _run_transactional_commit(request: JobRequest, found: _Found) -> str:
     """Commit a transactional job: ``_committed_<tid>`` is the commit point; the files of attempts not committed
     (found through the markers) are deleted first. No progress bar: nothing is renamed."""
     before = found.status
+    if before is None and not found.success_is_ours:
+        # Committed long ago, its state gone, a later job's _SUCCESS in place: a rerun would only rewrite
+        # _SUCCESS, over the later job's.
+        return (
+            f"Job {request.job_id} was already committed (transactional; its _committed_ record is in place) and has "
+            f"no state left under {TEMPORARY_DIR}: nothing to do"
+        )
     already = before is None or (before.transaction is not None and before.transaction.committed)
     resumed = not already and before is not None and before.commit is not None
     warning = _driver_warning(before.markers if before is not None else None)
