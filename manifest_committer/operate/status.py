@@ -299,7 +299,7 @@ def _inspect_attempt(reads: _Reads) -> AttemptStatus:
     if transactional:
         would_commit, would_abort = _what_a_transactional_job_would_do(task_attempts, manifests, markers, transaction)
     else:
-        would_commit, would_abort = _what_would_happen(reads, task_attempts, manifests, markers, commit)
+        would_commit, would_abort = _what_would_happen(reads, task_attempts, manifests, commit)
     return AttemptStatus(
         attempt=paths.job_attempt,
         url=reads.to_url(paths.job_attempt_dir),
@@ -396,7 +396,6 @@ def _what_would_happen(
     reads: _Reads,
     task_attempts: list[str],
     manifests: list[ManifestStatus],
-    markers: MarkerStatus | None,
     commit: CommitProgress | None,
 ) -> tuple[str, str]:
     state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(manifests)} manifests)"
