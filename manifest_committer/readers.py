@@ -20,6 +20,7 @@ file without a tid, and never a file of a job that still has state under ``_temp
 from __future__ import annotations
 
 import logging
+import math
 import posixpath
 import time
 from collections.abc import Callable, Iterable
@@ -78,10 +79,19 @@ def vacuum(
     *,
     storage_options: dict[str, Any] | None = None,
     now: float | None = None,
+    dry_run: bool = False,
 ) -> list[str]:
     """Delete the debris of the transactional protocol under ``url`` older than ``retention_hours``; returns the
-    sorted URLs deleted (see the module for what is and is never deleted)."""
-    if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)) or retention_hours < 0:
+    sorted URLs deleted (see the module for what is and is never deleted).
+
+    ``dry_run``: delete nothing and return the URLs a real run would delete now; both runs decide in
+    ``_vacuumable``, so the list is the real run's, bar files that change in between."""
+    if (
+        isinstance(retention_hours, bool)
+        or not isinstance(retention_hours, (int, float))
+        or math.isnan(retention_hours)  # every comparison with NaN is false: no file would be within the retention
+        or retention_hours < 0
+    ):
         raise ConfigError(f"vacuum {url}: retention_hours must be a number of hours >= 0, got {retention_hours!r}")
     cutoff = (time.time() if now is None else now) - float(retention_hours) * 3600.0
     store, root = open_store(url, storage_options)
@@ -90,6 +100,9 @@ def vacuum(
         table = _read_table(store, root, retry)
         running = _tids_with_job_state(store, root, retry)
         doomed = [status for status in table.data_files if _vacuumable(table, status, cutoff, running)]
+        if dry_run:
+            log.info("vacuum %s (dry run): would delete %d of %d data files", url, len(doomed), len(table.data_files))
+            return sorted(store.to_url(status.path) for status in doomed)
         deleted: list[str] = []
         for status in doomed:
             if call_on(retry, store.delete_file, status.path, "vacuum delete"):
@@ -98,6 +111,39 @@ def vacuum(
         return sorted(deleted)
     finally:
         store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class FileCounts:
+    """The data files of a destination by what the commit records make of them (``status`` shows these)."""
+
+    committed: int
+    """Files a reader may read (``committed_files``), those without a tid included."""
+    without_tid: int
+    """Of ``committed``: files without a tid (another tool's), which vacuum never deletes."""
+    uncommitted: int
+    """Files with a tid that no committed record adds: debris of failed attempts and dead jobs, or files of jobs
+    still running. What vacuum considers, with ``removed``."""
+    removed: int
+    """Files a committed record lists as removed (overwritten), still present until vacuum deletes them."""
+    records: int
+    """``_committed_<tid>`` records read."""
+
+
+def count_files(store: StoreOperations, root: str, retry: RetryPolicy) -> FileCounts:
+    """Count the data files below store path ``root`` as ``committed_files`` and ``vacuum`` judge them (one
+    recursive listing and every record read: as costly as ``committed_files``)."""
+    table = _read_table(store, root, retry)
+    committed = without_tid = uncommitted = removed = 0
+    for status in table.data_files:
+        if status.path in table.removed:
+            removed += 1
+        elif _is_committed(table, status.path):
+            committed += 1
+            without_tid += parse_data_file_name(posixpath.basename(status.path)) is None
+        else:
+            uncommitted += 1
+    return FileCounts(committed, without_tid, uncommitted, removed, len(table.records))
 
 
 # --- deciding ---------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import orjson
 import pytest
 
@@ -21,6 +22,7 @@ from manifest_committer.retry import RetryPolicy
 from manifest_committer.store import Fault, open_store
 from tests.fixtures.committing import FAST, FaultCapture, run_task
 from tests.fixtures.emulators import Emulator, azurite_connection_string
+from tests.fixtures.stage_context import load_schema
 
 SERIAL = replace(FAST, io_threads=1, rename_batch_size=1)
 FILES = {
@@ -94,6 +96,8 @@ def status_json(capsys: pytest.CaptureFixture[str], dest: str) -> dict[str, obje
     code, out, err = run(capsys, "status", dest, "--json")
     assert (code, err) == (0, "")
     document: dict[str, object] = orjson.loads(out)
+    validator = jsonschema.Draft202012Validator(load_schema("status.schema.json"))
+    assert [error.message for error in validator.iter_errors(document)] == [], "schemas/status.schema.json"
     return document
 
 
@@ -123,6 +127,8 @@ def test_status_shows_jobs_in_every_state_and_changes_nothing(
     assert (code, err) == (0, "")
     assert everything(dest) == before, "status is read only"
     blocks = {block.split("\n", 1)[0]: block for block in out.split("\nJob ")}
+    assert {"job-s (manifest)", "job-t (manifest)", "job-h (manifest)", "job-c (manifest)"} <= blocks.keys()
+    blocks = {key.split(" ")[0]: block for key, block in blocks.items()}
     assert "commit would:    commit 0 task manifests" in blocks["job-s"]
     assert "Task manifests:  2 committed: 4 files, 13 bytes" in blocks["job-t"]
     assert "Job commit:      not started" in blocks["job-t"]
@@ -147,12 +153,16 @@ def test_status_json_has_a_stable_schema(tmp_path: Path, capsys: pytest.CaptureF
         "last_success",
         "dead_spill_files",
         "state_being_deleted",
+        "data_files",
     }
     assert document["schema"] == "manifest-committer/status/1"
+    assert document["data_files"] is None, "counted only where the transactional protocol has been"
     attempt = attempt_of(document, "job-h")
     assert set(attempt) == {
         "attempt",
         "url",
+        "protocol",
+        "transaction",
         "task_attempts",
         "manifests",
         "manifest_files",
@@ -164,6 +174,7 @@ def test_status_json_has_a_stable_schema(tmp_path: Path, capsys: pytest.CaptureF
     }
     assert attempt["task_attempts"] == ["attempt_00000_0", "attempt_00001_0"]
     assert (attempt["manifest_files"], attempt["manifest_bytes"], attempt["markers"]) == (4, 13, None)
+    assert (attempt["protocol"], attempt["transaction"]) == ("manifest", None)
     manifests = attempt["manifests"]
     assert isinstance(manifests, list)
     assert set(manifests[0]) == {"url", "task_id", "task_attempt_id", "files", "bytes", "error"}
@@ -420,7 +431,8 @@ def test_status_shows_markers_and_whether_their_server_answers(
     }
     assert "Markers:         2 (batched, 1 direct)" in out
     assert "Driver:          alive" in out
-    assert "use rollback" in out, "commit and abort of this committer do not handle marker jobs"
+    assert "Job job-m (transactional)" in out, "a job with markers is committed and aborted as transactional"
+    assert "its driver looks alive" in out
     markers = attempt_of(status_json(capsys, dest), "job-m")["markers"]
     assert isinstance(markers, dict)
     assert (markers["markers"], markers["driver_alive"]) == (2, False), "the server is gone"

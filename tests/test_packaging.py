@@ -54,7 +54,7 @@ def test_the_source_tree_has_the_layout_under_test() -> None:
     assert (REPO / "manifest_committer" / "stages").is_symlink()
     assert (REPO / "manifest_committer" / "schemas").is_symlink()
     assert "commit_job.py" in STAGE_MODULES
-    assert SCHEMA_FILES == ["success-data.schema.json", "task-manifest.schema.json"]
+    assert SCHEMA_FILES == ["status.schema.json", "success-data.schema.json", "task-manifest.schema.json"]
 
 
 def test_wheel_holds_stages_and_schemas_inside_the_package(artifacts: dict[str, Path]) -> None:
@@ -172,7 +172,7 @@ def test_installed_wheel_imports_stages_and_finds_schemas(artifacts: dict[str, P
         "import json, importlib.resources as r, manifest_committer, manifest_committer.stages.commit_job as cj\n"
         f"assert manifest_committer.__file__.startswith({str(site)!r}), manifest_committer.__file__\n"
         f"assert cj.__file__.startswith({str(site)!r}), cj.__file__\n"
-        "for name in ('task-manifest.schema.json', 'success-data.schema.json'):\n"
+        "for name in ('task-manifest.schema.json', 'success-data.schema.json', 'status.schema.json'):\n"
         "    schema = json.loads((r.files('manifest_committer') / 'schemas' / name).read_text())\n"
         "    assert schema['$schema'].endswith('2020-12/schema')\n"
         "try:\n"

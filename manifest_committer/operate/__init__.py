@@ -1,8 +1,10 @@
-"""Operating a destination from the command line: ``status`` (read only), ``commit`` and ``abort``.
+"""Operating a destination from the command line: ``status`` (read only), ``commit``, ``abort``, ``rollback``
+and ``vacuum``.
 
 One module per command: ``status`` gathers what is in flight under ``_temporary`` into dataclasses (printed
-for a person, or as JSON); ``commands`` runs the committer's own ``commit_job``/``abort_job``/``plan_abort``
-and says what changed; ``progress`` draws the terminal progress bar of a job commit.
+for a person, or as JSON); ``commands`` runs the job's committer's own ``commit_job``/``abort_job``/``plan_abort``
+(manifest or transactional, by the job's state) and says what changed; ``transactional`` runs ``mc.rollback``
+and ``mc.vacuum`` and lists what they deleted; ``progress`` draws the terminal progress bar of a job commit.
 """
 
 from __future__ import annotations

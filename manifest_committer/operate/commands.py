@@ -1,9 +1,10 @@
 """``commit`` and ``abort`` of one job attempt: the committer's own calls, and a report of what they changed.
 
-Each runs ``ManifestCommitter`` exactly as an engine's driver would (same destination, job id and attempt),
+Each runs the job's own committer exactly as an engine's driver would (same destination, job id and attempt),
 so a rerun finishes an interrupted commit and an abort reverts one, with every promise of CONTRACT §4; this
-module only finds the job, says what happened, and refuses a job id that is not there (a typo must not look
-like a successful abort).
+module only finds the job, picks its protocol from its state (``AttemptStatus.protocol``: ``TransactionalCommitter``
+for a job with write markers, ``ManifestCommitter`` otherwise), says what happened, and refuses a job id that is
+not there (a typo must not look like a successful abort).
 """
 
 from __future__ import annotations
@@ -27,14 +28,28 @@ from ..statistic_names import (
     COMMITTER_TASKS_COMPLETED,
 )
 from ..store import StoreOperations
-from ..success_data import SUCCESS_MARKER
+from ..success_data import SUCCESS_MARKER, SuccessData
+from ..transactional_committer import TransactionalCommitter
+from ..transactions import TransactionPaths
 from .progress import CommitProgressBar
-from .status import AttemptStatus, JobStatus, inspect_destination
+from .status import TRANSACTIONAL, AttemptStatus, JobStatus, MarkerStatus, inspect_destination
 
 log = logging.getLogger(__name__)
 
 _SHOWN = 50
 """Paths listed by a dry run before ``... and N more``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """The job attempt a command acts on, as ``status`` sees it."""
+
+    attempt: int
+    status: AttemptStatus | None
+    """``None``: the job has no state left under ``_temporary`` (its commit point passed)."""
+    transactional: bool
+    success_is_ours: bool
+    """The destination's ``_SUCCESS`` is this job's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,24 +63,27 @@ class JobRequest:
     storage_options: dict[str, Any]
 
 
-def _find_attempt(request: JobRequest) -> tuple[int, AttemptStatus | None, bool]:
-    """The attempt to act on (the one named, else the highest present), its status, and whether the
-    destination's ``_SUCCESS`` is this job's (a job whose state is gone after its commit point)."""
+def _find_attempt(request: JobRequest) -> _Found:
+    """The attempt to act on (the one named, else the highest present), its status and its protocol. A job
+    whose state is gone is found only when the destination shows it committed (its ``_SUCCESS`` or its
+    ``_committed_<tid>``)."""
     committer = ManifestCommitter(
         request.destination, request.job_id, config=request.config, storage_options=request.storage_options
     )
     with committer:
         store: StoreOperations = committer.store
-        status = inspect_destination(store, committer.paths.dest, request.config)
+        status = inspect_destination(store, committer.paths.dest, request.config, count_data_files=False)
+        committed_record = store.info(TransactionPaths(committer.paths).committed) is not None
     job = next((job for job in status.jobs if job.job_id == request.job_id), None)
     success_is_ours = status.last_success is not None and status.last_success.job_id == request.job_id
     if job is None or not job.attempts:
-        if success_is_ours:
-            return request.attempt or 0, None, True
+        if success_is_ours or committed_record:
+            return _Found(request.attempt or 0, None, committed_record, success_is_ours)
         others = ", ".join(j.job_id for j in status.jobs) or "none"
         where = posixpath.join(status.destination, TEMPORARY_DIR)
         raise CommitterError(f"{where}: no job {request.job_id!r} in flight there (jobs there: {others})")
-    return _pick(status.destination, job, request.attempt), _attempt_of(job, request.attempt), success_is_ours
+    chosen = _attempt_of(job, _pick(status.destination, job, request.attempt))
+    return _Found(chosen.attempt, chosen, chosen.protocol == TRANSACTIONAL, success_is_ours)
 
 
 def _pick(destination: str, job: JobStatus, attempt: int | None) -> int:
@@ -80,9 +98,8 @@ def _pick(destination: str, job: JobStatus, attempt: int | None) -> int:
     return attempt
 
 
-def _attempt_of(job: JobStatus, attempt: int | None) -> AttemptStatus:
-    chosen = max(a.attempt for a in job.attempts) if attempt is None else attempt
-    return next(a for a in job.attempts if a.attempt == chosen)
+def _attempt_of(job: JobStatus, attempt: int) -> AttemptStatus:
+    return next(a for a in job.attempts if a.attempt == attempt)
 
 
 def _committer(request: JobRequest, attempt: int) -> ManifestCommitter:
@@ -95,9 +112,17 @@ def _committer(request: JobRequest, attempt: int) -> ManifestCommitter:
     )
 
 
+def _transactional_committer(request: JobRequest, attempt: int) -> TransactionalCommitter:
+    """A fresh committer of the job: it runs no marker server or heartbeat (only ``setup_job`` starts them)."""
+    return TransactionalCommitter(request.destination, request.job_id, attempt, request.config, request.storage_options)
+
+
 def run_commit(request: JobRequest, *, progress_stream: TextIO | None = None) -> str:
     """Run (or rerun) the job commit; return what changed. ``progress_stream``: draw a bar there."""
-    attempt, before, _ = _find_attempt(request)
+    found = _find_attempt(request)
+    if found.transactional:
+        return _run_transactional_commit(request, found)
+    attempt, before = found.attempt, found.status
     already = before is None or (before.commit is not None and before.commit.finished)
     resumed = before is not None and before.commit is not None and not before.commit.finished
     with (
@@ -108,25 +133,74 @@ def run_commit(request: JobRequest, *, progress_stream: TextIO | None = None) ->
         success = committer.commit_job(progress=callback)
         state_left = committer.store.info(committer.paths.job_dir) is not None
         success_written = committer.store.info(committer.paths.success_path) is not None
+    counters = success.iostatistics.counters
+    details = _details(
+        counters.get(COMMITTER_FILES_ALREADY_COMMITTED, 0), counters.get(COMMIT_FILE_RENAME_RECOVERED, 0)
+    )
+    head = _commit_head(request, attempt, committer.destination_url, already=already, resumed=resumed)
+    return "\n".join([head, *_commit_lines(success, details, success_written=success_written, state_left=state_left)])
+
+
+def _commit_head(request: JobRequest, attempt: int, url: str, *, already: bool, resumed: bool) -> str:
+    if already:
+        return f"Job {request.job_id} (attempt {attempt:02d}) was already committed; finished its cleanup"
+    verb = "Resumed and finished the interrupted commit of job" if resumed else "Committed job"
+    return f"{verb} {request.job_id} (attempt {attempt:02d}) into {url}"
+
+
+def _commit_lines(success: SuccessData, details: str, *, success_written: bool, state_left: bool) -> list[str]:
     from ..cli import format_bytes
 
     counters = success.iostatistics.counters
-    if already:
-        head = f"Job {request.job_id} (attempt {attempt:02d}) was already committed; finished its cleanup"
-    else:
-        verb = "Resumed and finished the interrupted commit of job" if resumed else "Committed job"
-        head = f"{verb} {request.job_id} (attempt {attempt:02d}) into {committer.destination_url}"
-    lines = [
-        head,
-        f"  Files:      {counters.get(COMMITTER_FILES_COMMITTED, 0):,} committed"
-        + _details(counters.get(COMMITTER_FILES_ALREADY_COMMITTED, 0), counters.get(COMMIT_FILE_RENAME_RECOVERED, 0)),
+    return [
+        f"  Files:      {counters.get(COMMITTER_FILES_COMMITTED, 0):,} committed{details}",
         f"  Bytes:      {format_bytes(counters.get(COMMITTER_BYTES_COMMITTED, 0))}",
         f"  Tasks:      {counters.get(COMMITTER_TASKS_COMPLETED, 0):,} committed task manifests",
         f"  {SUCCESS_MARKER}:   "
         + ("in place" if success_written else "not written (mapreduce.fileoutputcommitter.marksuccessfuljobs=false)"),
         "  Job state:  " + ("left under _temporary (cleanup skipped or failed)" if state_left else "deleted"),
     ]
+
+
+def _run_transactional_commit(request: JobRequest, found: _Found) -> str:
+    """Commit a transactional job: ``_committed_<tid>`` is the commit point; the files of attempts not committed
+    (found through the markers) are deleted first. No progress bar: nothing is renamed."""
+    before = found.status
+    if before is None and not found.success_is_ours:
+        # Committed long ago, its state gone, a later job's _SUCCESS in place: a rerun would only rewrite
+        # _SUCCESS, over the later job's.
+        return (
+            f"Job {request.job_id} was already committed (transactional; its _committed_ record is in place) and has "
+            f"no state left under {TEMPORARY_DIR}: nothing to do"
+        )
+    already = before is None or (before.transaction is not None and before.transaction.committed)
+    resumed = not already and before is not None and before.commit is not None
+    warning = _driver_warning(before.markers if before is not None else None)
+    with _transactional_committer(request, found.attempt) as committer:
+        success = committer.commit_job()
+        state_left = committer.store.info(committer.paths.job_dir) is not None
+        success_written = committer.store.info(committer.paths.success_path) is not None
+        record = committer.store.to_url(TransactionPaths(committer.paths).committed)
+    head = _commit_head(request, found.attempt, committer.destination_url, already=already, resumed=resumed)
+    lines = [head + " (transactional)"]
+    if warning:
+        lines.append(f"  Warning:    {warning}")
+    if not already:
+        markers = before.markers if before is not None else None
+        named = f" ({markers.markers:,} write markers read)" if markers is not None and markers.error is None else ""
+        lines += [
+            f"  Record:     {record} written: the commit point (no file moved)",
+            f"  Others:     files of attempts not committed, named by the write markers, deleted{named}",
+        ]
+    lines += _commit_lines(success, "", success_written=success_written, state_left=state_left)
     return "\n".join(lines)
+
+
+def _driver_warning(markers: MarkerStatus | None) -> str:
+    """A job whose driver still answers may be running: acting on it is the caller's call (CONTRACT §6)."""
+    if markers is None or not markers.driver_alive:
+        return ""
+    return f"the job's driver looks alive ({markers.liveness}); it may still be running"
 
 
 def _details(already: int, recovered: int) -> str:
@@ -140,12 +214,15 @@ def _details(already: int, recovered: int) -> str:
 
 def run_abort(request: JobRequest, *, dry_run: bool) -> str:
     """Abort the job attempt (or, with ``dry_run``, list what an abort would revert and delete)."""
-    attempt, before, _ = _find_attempt(request)
+    found = _find_attempt(request)
+    attempt, before = found.attempt, found.status
     if before is None:
         raise CommitterError(
             f"{request.destination}: job {request.job_id} is committed ({SUCCESS_MARKER} is its) and has no state "
             "left under _temporary: nothing to abort"
         )
+    if found.transactional:
+        return _run_transactional_abort(request, before, dry_run=dry_run)
     with _committer(request, attempt) as committer:
         if dry_run:
             return _format_plan(request, attempt, committer)
@@ -188,4 +265,50 @@ def _format_plan(request: JobRequest, attempt: int, committer: ManifestCommitter
         lines.append(f"  delete the job's state {plan.job_directory}")
     elif committer.store.info(paths.job_dir) is not None:
         lines.append("  keep the job's state (mapreduce.fileoutputcommitter.cleanup.skipped=true)")
+    return "\n".join(lines)
+
+
+def _run_transactional_abort(request: JobRequest, before: AttemptStatus, *, dry_run: bool) -> str:
+    """Abort a transactional job from its markers alone (``TransactionalCommitter.abort_job``), or list what that
+    would delete (``plan_abort``, the same stage in dry-run mode)."""
+    attempt = before.attempt
+    warning = _driver_warning(before.markers)
+    with _transactional_committer(request, attempt) as committer:
+        if dry_run:
+            return _format_transactional_plan(request, attempt, committer, warning)
+        result = committer.abort_job()
+    lines = [f"Aborted job {request.job_id} (attempt {attempt:02d}, transactional) of {committer.destination_url}"]
+    if warning:
+        lines.append(f"  Warning:             {warning}")
+    if result.committed:
+        lines.append("  The job was committed: its output stays; only its state was deleted")
+    else:
+        lines.append(f"  Data files deleted:  {len(result.deleted):,}")
+        lines.extend(f"    {url}" for url in result.deleted)
+    cleanup = "not run" if result.cleanup is None else result.cleanup.outcome.value
+    if result.cleanup is not None and result.cleanup.error is not None:
+        cleanup += f" ({result.cleanup.error})"
+    lines.append(f"  Cleanup:             {cleanup}")
+    return "\n".join(lines)
+
+
+def _format_transactional_plan(
+    request: JobRequest, attempt: int, committer: TransactionalCommitter, warning: str
+) -> str:
+    plan = committer.plan_abort()
+    store, transaction = committer.store, TransactionPaths(committer.paths)
+    lines = [
+        f"Dry run: abort of job {request.job_id} (attempt {attempt:02d}, transactional) would (nothing was changed):"
+    ]
+    if warning:
+        lines.append(f"  warning: {warning}")
+    if plan.committed:
+        lines.append(f"  keep the output: the job is committed ({store.to_url(transaction.committed)} in place)")
+    else:
+        lines.append(f"  delete {len(plan.deleted):,} data files its write markers name:")
+        lines.extend(f"    {url}" for url in plan.deleted[:_SHOWN])
+        if len(plan.deleted) > _SHOWN:
+            lines.append(f"    ... and {len(plan.deleted) - _SHOWN:,} more")
+        lines.append(f"  delete {store.to_url(transaction.started)}")
+    lines.append(f"  delete the job's state {store.to_url(committer.paths.job_dir)}")
     return "\n".join(lines)

@@ -1,5 +1,9 @@
 """``status``: what is in flight under ``DEST/_temporary``, what ``commit`` or ``abort`` would do, the last
-``_SUCCESS``.
+``_SUCCESS``, and for a destination of the transactional protocol its data files by what the records make of them.
+
+A job attempt with a ``markers/`` directory (or whose ``_started_<tid>``/``_committed_<tid>`` is in the
+destination) is a ``transactional`` job; any other is a ``manifest`` job. ``commands.py`` picks the committer
+for ``commit`` and ``abort`` by the same rule (``AttemptStatus.protocol``).
 
 Read only: every store call is a read (info, list, read), through a stage's gate like any other, and nothing
 local is removed either (spill files of killed processes are only reported). Manifests, journal records,
@@ -24,17 +28,21 @@ from ..iostatistics import StatisticsStore
 from ..manifest import MANIFEST_SUFFIX, TaskManifest
 from ..markers import MarkerPaths, job_liveness, read_markers
 from ..paths import TEMPORARY_DIR, TRASH_DIR, JobPaths
+from ..readers import count_files
 from ..stages.base import Stage, StageContext
 from ..stages.journal import committed_summary, count_runs, read_commit_record
 from ..statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
 from ..store import StoreOperations
 from ..success_data import SuccessData
+from ..transactions import COMMITTED_PREFIX, STARTED_PREFIX, TransactionPaths
 
 log = logging.getLogger(__name__)
 
 STATUS_SCHEMA = "manifest-committer/status/1"
 """The ``schema`` field of ``status --json``: fields are only ever added under this name."""
 STATUS = "status"
+MANIFEST = "manifest"
+TRANSACTIONAL = "transactional"
 _ATTEMPT_DIR = re.compile(r"[0-9]{2}\Z")
 _UNIT_RECORD = re.compile(r"(?P<key>.+)\.(?P<kind>intent|done)\Z")
 
@@ -65,6 +73,19 @@ class MarkerStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class TransactionStatus:
+    """The records of a transactional job attempt's transaction in the destination."""
+
+    tid: str
+    started: bool
+    """``_started_<tid>`` is in place (set-up ran; abort deletes it)."""
+    committed: bool
+    """``_committed_<tid>`` is in place: the commit point has passed and readers see the job's files."""
+    record: str
+    """URL of ``_committed_<tid>``, there or not."""
+
+
+@dataclass(frozen=True, slots=True)
 class CommitProgress:
     """A job commit that began (``commit-started``), and how far its renames got, as its journal shows."""
 
@@ -90,6 +111,9 @@ class AttemptStatus:
 
     attempt: int
     url: str
+    protocol: str = MANIFEST
+    """``transactional`` (markers or transaction records) or ``manifest``: the committer commit and abort use."""
+    transaction: TransactionStatus | None = None
     task_attempts: list[str] = field(default_factory=list)
     manifests: list[ManifestStatus] = field(default_factory=list)
     manifest_files: int = 0
@@ -130,6 +154,20 @@ class SpillFileStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class DataFiles:
+    """The destination's data files as ``committed_files`` and ``vacuum`` judge them (``readers.FileCounts``);
+    counted only where the transactional protocol has been (its records at the top, or one of its jobs)."""
+
+    committed: int = 0
+    without_tid: int = 0
+    uncommitted: int = 0
+    removed: int = 0
+    records: int = 0
+    error: str | None = None
+    """Why they could not be counted (an unreadable commit record, a failed listing)."""
+
+
+@dataclass(frozen=True, slots=True)
 class DestinationStatus:
     """Everything ``status`` shows; ``to_dict`` is the ``--json`` document."""
 
@@ -140,6 +178,8 @@ class DestinationStatus:
     state_being_deleted: list[str] = dataclasses.field(default_factory=list)
     """Entries of ``_temporary/.trash``: the state of committed jobs, moved aside and deleted after their
     commit returned (or by the next job commit, if that process was killed). Never a job in flight."""
+    data_files: DataFiles | None = None
+    """Counts of the transactional protocol's data files; ``None`` when not counted (see ``DataFiles``)."""
     schema: str = STATUS_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,9 +210,17 @@ class _Reads(Stage[None, None]):
 
 
 def inspect_destination(
-    store: StoreOperations, dest: str, config: CommitterConfig | None = None, spill_directory: str | None = None
+    store: StoreOperations,
+    dest: str,
+    config: CommitterConfig | None = None,
+    spill_directory: str | None = None,
+    *,
+    count_data_files: bool = True,
 ) -> DestinationStatus:
-    """The status of the destination at store path ``dest``; a ``CommitterError`` if there is none."""
+    """The status of the destination at store path ``dest``; a ``CommitterError`` if there is none.
+
+    ``count_data_files``: list the whole destination to count its data files when the transactional protocol has
+    been there (off: a large table's listing is the one costly read of ``status``)."""
     config = config or CommitterConfig()
     top = _gate(store, config, JobPaths(dest, "-"))
     try:
@@ -198,7 +246,27 @@ def inspect_destination(
         for found in find_spill_files(spill_directory)
         if not found.alive
     ]
-    return DestinationStatus(store.to_url(dest), jobs, _last_success(top), spill, trash)
+    files = None
+    if count_data_files and _transactional_was_here(top, jobs):
+        files = _count_data_files(top)
+    return DestinationStatus(store.to_url(dest), jobs, _last_success(top), spill, trash, files)
+
+
+def _transactional_was_here(reads: _Reads, jobs: list[JobStatus]) -> bool:
+    if any(attempt.protocol == TRANSACTIONAL for job in jobs for attempt in job.attempts):
+        return True
+    return any(
+        not is_dir and name.startswith((COMMITTED_PREFIX, STARTED_PREFIX))
+        for name, is_dir in reads.names(reads.paths.dest)
+    )
+
+
+def _count_data_files(reads: _Reads) -> DataFiles:
+    try:
+        counts = count_files(reads.context.store, reads.paths.dest, reads.context.store_retry)
+    except (CommitterError, OSError) as error:
+        return DataFiles(error=str(error))
+    return DataFiles(counts.committed, counts.without_tid, counts.uncommitted, counts.removed, counts.records)
 
 
 def _gate(store: StoreOperations, config: CommitterConfig, paths: JobPaths) -> _Reads:
@@ -225,11 +293,18 @@ def _inspect_attempt(reads: _Reads) -> AttemptStatus:
         if name.endswith(MANIFEST_SUFFIX)
     ]
     markers = _inspect_markers(reads)
+    transaction = _inspect_transaction(reads)
+    transactional = markers is not None or transaction.started or transaction.committed
     commit = _inspect_commit(reads, manifests)
-    would_commit, would_abort = _what_would_happen(reads, task_attempts, manifests, markers, commit)
+    if transactional:
+        would_commit, would_abort = _what_a_transactional_job_would_do(task_attempts, manifests, markers, transaction)
+    else:
+        would_commit, would_abort = _what_would_happen(reads, task_attempts, manifests, commit)
     return AttemptStatus(
         attempt=paths.job_attempt,
         url=reads.to_url(paths.job_attempt_dir),
+        protocol=TRANSACTIONAL if transactional else MANIFEST,
+        transaction=transaction if transactional else None,
         task_attempts=task_attempts,
         manifests=manifests,
         manifest_files=sum(m.files for m in manifests),
@@ -265,6 +340,17 @@ def _inspect_markers(reads: _Reads) -> MarkerStatus | None:
     except (CommitterError, OSError) as error:
         return MarkerStatus(len(found.markers), found.batched, found.direct_count, error=str(error))
     return MarkerStatus(len(found.markers), found.batched, found.direct_count, not liveness.dead, liveness.reason)
+
+
+def _inspect_transaction(reads: _Reads) -> TransactionStatus:
+    transaction = TransactionPaths(reads.paths)
+    started, committed = reads.info(transaction.started), reads.info(transaction.committed)
+    return TransactionStatus(
+        transaction.tid,
+        started is not None and not started.is_dir,
+        committed is not None and not committed.is_dir,
+        reads.to_url(transaction.committed),
+    )
 
 
 def _inspect_commit(reads: _Reads, manifests: list[ManifestStatus]) -> CommitProgress | None:
@@ -310,7 +396,6 @@ def _what_would_happen(
     reads: _Reads,
     task_attempts: list[str],
     manifests: list[ManifestStatus],
-    markers: MarkerStatus | None,
     commit: CommitProgress | None,
 ) -> tuple[str, str]:
     state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(manifests)} manifests)"
@@ -335,17 +420,44 @@ def _what_would_happen(
             f"refuse, changing nothing in the destination: {broken[0].error}",
             state + "; the destination is untouched",
         )
-    if not manifests and markers is not None:
-        return (
-            "commit no file: the job has write markers but no task manifest (a transactional or upload job? "
-            "use that protocol's committer)",
-            state + "; data files its markers name are not deleted by this abort (use rollback)",
-        )
     files = sum(m.files for m in manifests)
     size = sum(m.bytes for m in manifests)
     return (
         f"commit {len(manifests)} task manifests: {files:,} files, {size:,} bytes",
         state + "; the destination is untouched",
+    )
+
+
+def _what_a_transactional_job_would_do(
+    task_attempts: list[str],
+    manifests: list[ManifestStatus],
+    markers: MarkerStatus | None,
+    transaction: TransactionStatus,
+) -> tuple[str, str]:
+    """What ``commit`` and ``abort`` would do with ``TransactionalCommitter`` (``operate/commands.py``)."""
+    state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(manifests)} manifests)"
+    if transaction.committed:
+        return (
+            f"finish _SUCCESS and the cleanup only: _committed_{transaction.tid} is in place (the job is committed)",
+            f"keep the output (the job is committed) and {state}",
+        )
+    count = "an unknown number of" if markers is None or markers.error is not None else f"{markers.markers:,}"
+    alive = ""
+    if markers is not None and markers.driver_alive:
+        alive = f"; its driver looks alive ({markers.liveness}): the job may still be running"
+    abort = (
+        f"delete the data files its {count} write markers name (abort --dry-run lists them), "
+        f"_started_{transaction.tid}, then {state}{alive}"
+    )
+    broken = [m for m in manifests if m.error is not None]
+    if broken:
+        return f"refuse, changing nothing in the destination: {broken[0].error}", abort
+    files = sum(m.files for m in manifests)
+    size = sum(m.bytes for m in manifests)
+    return (
+        f"write _committed_{transaction.tid} for {len(manifests)} task manifests ({files:,} files, {size:,} bytes; "
+        f"no file moves) after deleting the files of other attempts that its markers name{alive}",
+        abort,
     )
 
 
@@ -380,7 +492,8 @@ def format_status(status: DestinationStatus) -> str:
     if not status.jobs:
         lines.append(f"  No job in flight (nothing under {TEMPORARY_DIR})")
     for job in status.jobs:
-        lines.append(f"Job {job.job_id}")
+        protocols = sorted({attempt.protocol for attempt in job.attempts})
+        lines.append(f"Job {job.job_id}" + (f" ({', '.join(protocols)})" if protocols else ""))
         if job.other_entries:
             lines.append(f"  Not job attempts (another committer's layout?): {', '.join(job.other_entries)}")
         for attempt in job.attempts:
@@ -396,6 +509,8 @@ def format_status(status: DestinationStatus) -> str:
                 f"{format_bytes(attempt.manifest_bytes)}",
             ]
             lines.extend(f"      unusable: {m.error}" for m in attempt.manifests if m.error is not None)
+            if attempt.transaction is not None:
+                lines.append(f"    Transaction:     {_transaction_line(attempt.transaction)}")
             if attempt.markers is not None:
                 markers = attempt.markers
                 kind = "batched" if markers.batched else "direct"
@@ -406,18 +521,11 @@ def format_status(status: DestinationStatus) -> str:
                     lines.append(
                         f"    Driver:          {'alive' if markers.driver_alive else 'gone'} ({markers.liveness})"
                     )
-            commit = attempt.commit
-            if commit is None:
-                lines.append("    Job commit:      not started")
-            elif commit.finished:
-                lines.append("    Job commit:      finished (commit point passed; cleanup not complete)")
-            else:
-                lines.append(
-                    f"    Job commit:      started, interrupted or running: {commit.files_renamed:,} of "
-                    f"{commit.files:,} files renamed (journal), {commit.units:,} units begun, "
-                    f"{commit.units_in_doubt:,} in doubt, {commit.runs} run(s)"
-                )
+            if attempt.transaction is None:  # a transactional one's line says if its commit point passed
+                lines.append(f"    Job commit:      {_commit_line(attempt.commit)}")
             lines += [f"    commit would:    {attempt.would_commit}", f"    abort would:     {attempt.would_abort}"]
+    if status.data_files is not None:
+        lines.append(_data_files_line(status.data_files))
     success = status.last_success
     if success is None:
         lines.append("Last _SUCCESS: none")
@@ -439,3 +547,32 @@ def format_status(status: DestinationStatus) -> str:
             for spill in status.dead_spill_files
         )
     return "\n".join(lines)
+
+
+def _transaction_line(transaction: TransactionStatus) -> str:
+    record = f"_committed_{transaction.tid}"
+    if transaction.committed:
+        return f"tid {transaction.tid}, committed ({record} in place: readers see its files)"
+    started = "" if transaction.started else f"; _started_{transaction.tid} missing"
+    return f"tid {transaction.tid}, not committed (no {record}: readers ignore its files){started}"
+
+
+def _data_files_line(files: DataFiles) -> str:
+    if files.error is not None:
+        return f"Data files: not counted: {files.error}"
+    return (
+        f"Data files: {files.committed:,} committed ({files.without_tid:,} of them without a tid), "
+        f"{files.uncommitted:,} uncommitted with a tid, {files.removed:,} removed by a later commit "
+        f"(vacuum considers the last two); {files.records:,} commit records"
+    )
+
+
+def _commit_line(commit: CommitProgress | None) -> str:
+    if commit is None:
+        return "not started"
+    if commit.finished:
+        return "finished (commit point passed; cleanup not complete)"
+    return (
+        f"started, interrupted or running: {commit.files_renamed:,} of {commit.files:,} files renamed (journal), "
+        f"{commit.units:,} units begun, {commit.units_in_doubt:,} in doubt, {commit.runs} run(s)"
+    )

@@ -1,0 +1,81 @@
+"""``rollback`` and ``vacuum``: the transactional protocol's commands over a whole destination.
+
+Each is the library call (``mc.rollback``, ``mc.vacuum``) and a report of what it deleted, every file named, so
+the output is the record of the change. The decisions stay in the library: ``rollback`` judges a job dead by
+``markers/heartbeat.py``, ``vacuum --dry-run`` asks ``mc.vacuum`` itself for its list, so a dry run and the real
+run cannot disagree on what goes.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import CommitterConfig
+from ..errors import CommitterError
+from ..paths import JobPaths, check_id
+from ..readers import vacuum
+from ..rollback import rollback
+from ..store import open_store
+from ..transactions import TransactionPaths
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationRequest:
+    """What the command line names for a destination-wide command."""
+
+    destination: str
+    config: CommitterConfig
+    storage_options: dict[str, Any]
+
+
+def _destination_url(request: DestinationRequest, job_id: str | None = None) -> tuple[str, str | None]:
+    """The destination's URL, and the URL of ``job_id``'s ``_committed_<tid>`` when it is in place; a
+    ``CommitterError`` if the destination is not there (a typo must not read as "nothing to do")."""
+    store, root = open_store(request.destination, request.storage_options)
+    try:
+        url = store.to_url(root)
+        if store.info(root) is None:
+            raise CommitterError(f"{url}: no such destination")
+        if job_id is None:
+            return url, None
+        record = TransactionPaths(JobPaths(root, check_id("job id", job_id))).committed
+        return url, store.to_url(record) if store.info(record) is not None else None
+    finally:
+        store.close()
+
+
+def run_rollback(request: DestinationRequest, job_id: str | None = None) -> str:
+    """Roll back every dead transactional job of the destination (or the named one); return what was deleted."""
+    where, committed = _destination_url(request, job_id)
+    if committed is not None:  # its state may be gone: rollback would call it "not a transactional job"
+        return f"Nothing rolled back: job {job_id} of {where} is committed ({committed} is in place)"
+    rolled = rollback(request.destination, job_id, storage_options=request.storage_options, config=request.config)
+    if not rolled:
+        if job_id is not None:  # committed between the check above and the rollback's own
+            return f"Nothing rolled back: job {job_id} of {where} is committed"
+        return f"Nothing rolled back: no dead transactional job in {where} (jobs whose driver answers are left alone)"
+    total = sum(len(job.deleted) for job in rolled)
+    lines = [f"Rolled back {len(rolled)} job attempt(s) of {where}: {total:,} data files deleted"]
+    for job in rolled:
+        lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}): {job.reason}")
+        lines.append(f"  deleted {len(job.deleted):,} data files" + (":" if job.deleted else ""))
+        lines.extend(f"    {url}" for url in job.deleted)
+    return "\n".join(lines)
+
+
+def run_vacuum(request: DestinationRequest, retention_hours: float, *, dry_run: bool) -> str:
+    """Vacuum the destination (or, with ``dry_run``, list what vacuum would delete now); return the files."""
+    where, _ = _destination_url(request)
+    found = vacuum(request.destination, retention_hours, storage_options=request.storage_options, dry_run=dry_run)
+    retention = f"retention {retention_hours:g} hours"
+    if dry_run:
+        head = f"Dry run: vacuum of {where} ({retention}) would delete {len(found):,} data files (nothing was changed)"
+    else:
+        head = f"Vacuum of {where} ({retention}): deleted {len(found):,} data files"
+    lines = [head + (":" if found else "")]
+    lines.extend(f"  {url}" for url in found)
+    return "\n".join(lines)
