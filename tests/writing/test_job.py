@@ -140,3 +140,15 @@ def test_errorifexists_and_ignore_look_at_the_destination_first(destination: str
     with pytest.raises(DestinationExistsError, match="already holds data"):
         begin(new_job(destination, mode="errorifexists"))
     assert not begin(new_job(destination, mode="ignore"))
+
+
+def test_importing_the_package_imports_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, manifest_committer, manifest_committer.writing\n"
+        "loaded = [m for m in ('ray', 'dask', 'polars', 'pyarrow', 'pyspark', 'pandas') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
