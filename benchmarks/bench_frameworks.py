@@ -2,7 +2,7 @@
 
 The data: ``--rows`` rows with a partition column ``p`` of ``--partitions`` values, so every writer makes one
 Hive directory per value and (with ``--tasks`` framework tasks each holding rows of every value) about
-``tasks × partitions`` files. Own writers: ``pyarrow.dataset.write_dataset(partitioning=["p"], flavor hive)``,
+``tasks x partitions`` files. Own writers: ``pyarrow.dataset.write_dataset(partitioning=["p"], flavor hive)``,
 Polars ``write_parquet(partition_by="p")``, Dask ``to_parquet(partition_on=["p"])`` (threads scheduler),
 Ray ``write_parquet(partition_cols=["p"])`` (2 CPUs). Through the committer: ``manifest_committer.<framework>.write``
 with ``partition_by=["p"]`` (protocol ``manifest``). One run of each after an unmeasured warm-up; wall time of
@@ -101,8 +101,6 @@ def main() -> None:
     try:
         for framework in args.frameworks.split(","):
             own, committed = writers(framework, data, args.tasks)
-            small = data.slice(0, 1000)
-            del small
             print(f"{framework}:", flush=True)
             timed(own, root, "warm-up-own")
             timed(committed, root, "warm-up-committer")
