@@ -31,8 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import CommitterError
 from ..store import open_store
+from ..writing.job import DestinationExistsError
+from ..writing.modes import PartitionOverwriteMode, SaveMode, destination_has_data
 from .datasource import (
     JOB_ID_SOURCE,
     PARTITION_OVERWRITE_MODE_KEY,
@@ -44,7 +45,6 @@ from .datasource import (
     check_columns,
     committer_conf,
 )
-from .modes import PartitionOverwriteMode, SaveMode, destination_has_data
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,10 +62,6 @@ __all__ = [
     "register",
     "write",
 ]
-
-
-class DestinationExistsError(CommitterError):
-    """Save mode ``errorifexists`` and the destination already holds data."""
 
 
 def _session_conf(spark: SparkSession) -> dict[str, str]:

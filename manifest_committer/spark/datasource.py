@@ -48,13 +48,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..committer import CommitterBase, TaskAttempt
+from ..committer import CommitterBase
 from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols import create_committer, resolve_protocol
-from .formats import FileWriter, OutputFormat, output_format
-from .modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output
-from .partitioning import partition_path
+from ..writing.formats import OutputFormat, output_format
+from ..writing.modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output
+from ..writing.task_output import TaskOutput as _TaskOutput
 
 try:
     from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
@@ -255,102 +255,6 @@ class ManifestCommitMessage(WriterCommitMessage):
 
 
 # --- the task side ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _OpenFile:
-    relative: str
-    handle: Any
-    writer: FileWriter
-    rows: int = 0
-
-
-class _TaskOutput:
-    """Routes record batches to one rolling file per partition directory of one task attempt.
-
-    The files lie flat in the attempt directory (their names are unique within the task) and are declared to
-    the task commit with their partition paths: no directory per partition to make in the task, or to delete
-    once the job commit has emptied it.
-    """
-
-    def __init__(self, task: TaskAttempt, settings: WriteSettings, partition_id: int, spark_task_attempt_id: int):
-        self.task = task
-        self.settings = settings
-        self.prefix = f"part-{partition_id:05d}-{settings.job_id.removeprefix('spark-')}-a{spark_task_attempt_id}"
-        self.outputs: dict[str, str] = {}
-        """File name in the attempt directory -> destination-relative path, in the order the files were opened."""
-        self.partitions: set[str] = set()
-        self.rows = 0
-        self._open: dict[str, _OpenFile] = {}
-
-    @property
-    def files(self) -> list[str]:
-        """Destination-relative paths of the files opened so far."""
-        return list(self.outputs.values())
-
-    def write(self, batch: Any) -> None:
-        import pyarrow as pa
-
-        self.rows += batch.num_rows
-        columns = self.settings.partition_by
-        if not columns:
-            self._write_to("", batch)
-            return
-        keys = list(zip(*(batch.column(name).to_pylist() for name in columns), strict=True))
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for index, key in enumerate(keys):
-            groups.setdefault(key, []).append(index)
-        data = batch.drop_columns(list(columns))
-        for key, indices in groups.items():
-            self._write_to(partition_path(columns, key), data.take(pa.array(indices, type=pa.int64())))
-
-    def _write_to(self, directory: str, batch: Any) -> None:
-        limit = self.settings.max_records_per_file
-        offset = 0
-        while offset < batch.num_rows:
-            current = self._open.pop(directory, None) or self._new_file(directory, batch.schema)
-            self._open[directory] = current  # most recently written last: the dict's order is the LRU order
-            count = batch.num_rows - offset if limit <= 0 else min(limit - current.rows, batch.num_rows - offset)
-            current.writer.write(batch.slice(offset, count))
-            current.rows += count
-            offset += count
-            if limit > 0 and current.rows >= limit:
-                self._close(directory)
-
-    def _new_file(self, directory: str, schema: Any) -> _OpenFile:
-        if len(self._open) >= self.settings.max_open_files:
-            self._close(next(iter(self._open)))
-        name = f"{self.prefix}-c{len(self.outputs):03d}{self.settings.output_format.extension}"
-        relative = f"{directory}/{name}" if directory else name
-        handle = self.task.fs.open(f"{self.task.work_path}/{name}", "wb")
-        try:
-            writer = self.settings.output_format.open(handle, schema)
-        except BaseException:
-            handle.close()
-            raise
-        opened = _OpenFile(relative, handle, writer)
-        self.outputs[name] = relative
-        if directory:
-            self.partitions.add(directory)
-        return opened
-
-    def _close(self, directory: str) -> None:
-        opened = self._open.pop(directory)
-        try:
-            opened.writer.close()
-        finally:
-            opened.handle.close()
-
-    def close(self) -> None:
-        """Finish every open file; the first error is raised after all were closed."""
-        first: BaseException | None = None
-        for directory in list(self._open):
-            try:
-                self._close(directory)
-            except BaseException as error:
-                first = first or error
-        if first is not None:
-            raise first
 
 
 def _remove_empty_job_dirs(committer: CommitterBase) -> None:

@@ -9,8 +9,9 @@ import pytest
 import manifest_committer as mc
 from manifest_committer.config import MANIFEST_PREFIX as M
 from manifest_committer.spark import ManifestCommitMessage, ManifestWriter, PartitionOverwriteMode, WriteSettings
-from manifest_committer.spark.datasource import _TaskOutput, task_ids
+from manifest_committer.spark.datasource import task_ids
 from manifest_committer.store import Fault, FaultInjectingStore, StoreOperations
+from manifest_committer.writing.task_output import TaskOutput as _TaskOutput
 
 
 def make_writer(destination: Path, *, overwrite: bool = False, **options: str) -> ManifestWriter:

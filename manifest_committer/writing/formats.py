@@ -1,4 +1,5 @@
-"""File formats a Spark task writes with pyarrow: Parquet (snappy by default), CSV and JSON lines.
+"""File formats every writer task (Spark, Ray, Dask, pyarrow, Polars) writes with pyarrow: Parquet (snappy by
+default), CSV and JSON lines.
 
 A format turns a stream of Arrow record batches of one schema into one file, written to a binary file object
 of the task attempt's filesystem; it never touches paths or the committer.
@@ -37,7 +38,7 @@ class FileWriter(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class OutputFormat:
-    """One output format and its settings; picklable, so it travels to the executors inside the writer."""
+    """One output format and its settings; picklable, so it travels to the executors and workers inside the writer."""
 
     name: str
     compression: str | None = None

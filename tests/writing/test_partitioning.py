@@ -7,7 +7,7 @@ import decimal
 
 import pytest
 
-from manifest_committer.spark.partitioning import (
+from manifest_committer.writing.partitioning import (
     DEFAULT_PARTITION_NAME,
     escape_path_name,
     partition_path,

@@ -1,0 +1,307 @@
+"""One write job of any framework: the driver's set-up and commit, and the task attempts in between.
+
+Every adapter (``manifest_committer.arrow``, ``.polars``, ``.dask``, ``.ray``) is this module plus the way its
+framework runs tasks and carries their results back:
+
+* driver: ``WriteJob.create`` checks the arguments, ``begin`` applies the save mode and sets up the job;
+* each framework task: ``run_task`` is one task attempt with ids unique to it (a retried or duplicated task is
+  another attempt), writes its rows through ``TaskOutput`` and commits the attempt, returning a ``TaskResult``
+  (picklable: the framework's own result channel carries it);
+* driver: ``commit_write`` commits exactly the attempts whose results the framework delivered
+  (``commit_job(accepted_attempts=...)``), replacing old output for overwrite; ``abort_write`` undoes a failed job.
+
+Under ``v2`` a task commit publishes into the destination, so a duplicate attempt would publish its rows too:
+there the task commits of the delivered attempts run in ``commit_write`` instead, and the other attempts' files
+stay in ``_temporary`` and go with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import posixpath
+import secrets
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..committer import CommitterBase
+from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
+from ..errors import CommitterError, ConfigError, JobStateError
+from ..protocols import create_committer, resolve_protocol
+from ..store import open_store
+from ..success_data import SuccessData
+from .formats import OutputFormat, output_format
+from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
+from .task_output import TaskOutput
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_OPEN_FILES = 64
+"""Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``)."""
+_OPTIONS = ("maxrecordsperfile", "maxopenfiles", "compression", "header", "partitionoverwritemode")
+"""Writer options, as ``manifest_committer.spark.write`` names them (case-insensitive)."""
+_DEFERRED_TASK_COMMIT = frozenset({"v2"})
+"""Protocols whose task commit publishes into the destination: the driver commits the delivered attempts."""
+
+
+class DestinationExistsError(CommitterError):
+    """Save mode ``errorifexists`` and the destination already holds data."""
+
+
+class TaskResultError(CommitterError):
+    """What a framework delivered as a task's result is not a result of this job's tasks."""
+
+
+def _is_committer_key(key: str) -> bool:
+    return key.lower().removeprefix(SPARK_HADOOP_PREFIX).startswith((MANIFEST_PREFIX, FILE_OUTPUT_PREFIX))
+
+
+def _int_option(options: Mapping[str, str], key: str, name: str, default: int, minimum: int) -> int:
+    text = options.get(key, str(default)).strip()
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{name}: expected an integer, got {text!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name}: must be at least {minimum}, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """Everything about one write that the driver decides and every task needs; picklable."""
+
+    destination: str
+    job_id: str
+    output_format: OutputFormat
+    mode: SaveMode = SaveMode.ERROR_IF_EXISTS
+    partition_by: tuple[str, ...] = ()
+    max_records_per_file: int = 0
+    """Most rows in one file; 0 means no limit (Spark's ``maxRecordsPerFile``)."""
+    max_open_files: int = DEFAULT_MAX_OPEN_FILES
+    """Files one task keeps open (``maxOpenFiles``); past it the least recently written one is finished."""
+    partition_overwrite_mode: PartitionOverwriteMode = PartitionOverwriteMode.STATIC
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    config: CommitterConfig = field(default_factory=CommitterConfig)
+    protocol: str = "manifest"
+    """Resolved on the driver (never ``auto``), so every task uses the same protocol."""
+
+    @classmethod
+    def create(
+        cls,
+        url: str,
+        *,
+        framework: str,
+        format: str = "parquet",
+        partition_by: Sequence[str] = (),
+        mode: str = "errorifexists",
+        protocol: str = "auto",
+        storage_options: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> WriteJob:
+        """Check a ``write()``'s arguments; ``ConfigError`` names the first bad one. The job id is new."""
+        if isinstance(partition_by, str):
+            raise ConfigError(f"partition_by: expected a sequence of column names, got the string {partition_by!r}")
+        columns = tuple(partition_by)
+        if any(not isinstance(column, str) or not column for column in columns):
+            raise ConfigError(f"partition_by: every column name must be a non-empty string, got {list(columns)!r}")
+        if len(set(columns)) != len(columns):
+            raise ConfigError(f"partition_by: a column is named twice in {list(columns)!r}")
+        merged = {str(key).lower(): str(value) for key, value in (options or {}).items()}
+        hadoop = {key: value for key, value in merged.items() if _is_committer_key(key)}
+        unknown = sorted(key for key in merged if key not in _OPTIONS and key not in hadoop)
+        if unknown:
+            raise ConfigError(f"unknown writer option {unknown[0]!r} for {url}")
+        return cls(
+            destination=url,
+            job_id=f"{framework}-{uuid.uuid4()}",
+            output_format=output_format(format, merged),
+            mode=SaveMode.parse(mode),
+            partition_by=columns,
+            max_records_per_file=_int_option(merged, "maxrecordsperfile", "maxRecordsPerFile", 0, 0),
+            max_open_files=_int_option(merged, "maxopenfiles", "maxOpenFiles", DEFAULT_MAX_OPEN_FILES, 1),
+            partition_overwrite_mode=PartitionOverwriteMode.parse(
+                merged.get("partitionoverwritemode", PartitionOverwriteMode.STATIC.value)
+            ),
+            storage_options=dict(storage_options or {}),
+            config=CommitterConfig.from_hadoop_conf(hadoop),
+            protocol=resolve_protocol(url, protocol),
+        )
+
+    @property
+    def overwrite(self) -> bool:
+        return self.mode is SaveMode.OVERWRITE
+
+    @property
+    def dynamic_overwrite(self) -> bool:
+        """Replace only the partitions this job writes (needs partition columns, like Spark)."""
+        return (
+            self.overwrite
+            and bool(self.partition_by)
+            and self.partition_overwrite_mode is PartitionOverwriteMode.DYNAMIC
+        )
+
+    def committer(self) -> CommitterBase:
+        """A committer of this job and protocol; any process builds the same one."""
+        return create_committer(
+            self.destination, self.job_id, self.protocol, config=self.config, storage_options=self.storage_options
+        )
+
+    def check_columns(self, columns: Sequence[str]) -> None:
+        """The partition columns are columns of the data, and at least one data column remains."""
+        names = list(columns)
+        missing = [column for column in self.partition_by if column not in names]
+        if missing:
+            raise ConfigError(
+                f"{self.destination}: partition column {missing[0]!r} is not a column of the data: {', '.join(names)}"
+            )
+        if self.partition_by and len(self.partition_by) == len(names):
+            raise ConfigError(f"{self.destination}: every column is a partition column: one data column must remain")
+
+
+def destination_holds_data(job: WriteJob) -> bool:
+    """Whether the destination holds anything but a ``_temporary`` tree (Spark's "path exists")."""
+    store, path = open_store(job.destination, job.storage_options)
+    try:
+        return destination_has_data(store.fs, path)
+    finally:
+        store.close()
+
+
+def begin(job: WriteJob) -> bool:
+    """On the driver, before any task: apply the save mode and set the job up; ``False`` means write nothing.
+
+    ``errorifexists`` raises ``DestinationExistsError`` and ``ignore`` returns ``False`` when the destination
+    holds data (anything but a ``_temporary`` tree).
+    """
+    if job.mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_holds_data(job):
+        if job.mode is SaveMode.IGNORE:
+            log.info("%s holds data: nothing written (save mode ignore)", job.destination)
+            return False
+        raise DestinationExistsError(f"{job.destination}: the destination already holds data (save mode errorifexists)")
+    with job.committer() as committer:
+        committer.setup_job()
+    log.info("Set up job %s writing %s into %s", job.job_id, job.output_format.name, job.destination)
+    return True
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What one task attempt hands back through the framework: its identity and what it wrote."""
+
+    job_id: str
+    task_index: int
+    task_id: str
+    task_attempt_id: str
+    rows: int
+    outputs: dict[str, str]
+    """Attempt-relative path -> destination-relative path of each file (the task commit's ``outputs``)."""
+    partitions: tuple[str, ...]
+    """Destination-relative partition directories the attempt wrote into."""
+    committed: bool
+    """Whether the attempt committed itself; ``False`` under a protocol whose task commit the driver runs."""
+
+
+def run_task(job: WriteJob, task_index: int, batches: Iterable[Any]) -> TaskResult:
+    """One task attempt, in whatever process the framework runs it: write ``batches`` (``pyarrow.RecordBatch``)
+    and commit the attempt. A failure discards the attempt's files before it is raised."""
+    attempt = secrets.randbits(48)  # a retry or a duplicate of the same task is another attempt
+    task_id, attempt_id = f"task_{task_index:05d}_{attempt}", f"attempt_{task_index:05d}_{attempt}"
+    with job.committer() as committer:
+        commit_here = committer.protocol not in _DEFERRED_TASK_COMMIT
+        task = committer.setup_task(task_id, attempt_id)
+        output = TaskOutput(task, job, task_index, attempt, in_place=committer.task_writes_in_place)
+        try:
+            try:
+                for batch in batches:
+                    if batch.num_rows:
+                        output.write(batch)
+            finally:
+                output.close()
+            if not committer.job_is_live():
+                raise JobStateError(
+                    f"{committer.destination_url}: job {job.job_id} ended before task attempt {attempt_id} could commit"
+                )
+            if commit_here:
+                committer.commit_task(task, output.outputs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                committer.abort_task(task)
+            raise
+    log.debug("Task attempt %s of job %s wrote %d rows", attempt_id, job.job_id, output.rows)
+    return TaskResult(
+        job_id=job.job_id,
+        task_index=task_index,
+        task_id=task_id,
+        task_attempt_id=attempt_id,
+        rows=output.rows,
+        outputs=dict(output.outputs),
+        partitions=tuple(sorted(output.partitions)),
+        committed=commit_here,
+    )
+
+
+def accepted_results(job: WriteJob, results: Iterable[object]) -> list[TaskResult]:
+    """The results the framework delivered, checked: each a ``TaskResult`` of this job, one per task."""
+    accepted: list[TaskResult] = []
+    seen: set[int] = set()
+    for index, result in enumerate(results):
+        if not isinstance(result, TaskResult):
+            raise TaskResultError(f"job {job.job_id}: task result {index} is a {type(result).__name__}")
+        if result.job_id != job.job_id:
+            raise TaskResultError(f"job {job.job_id}: the result of task {result.task_id} is of job {result.job_id}")
+        if result.task_index in seen:
+            raise TaskResultError(f"job {job.job_id}: two results of task {result.task_index}")
+        seen.add(result.task_index)
+        accepted.append(result)
+    return accepted
+
+
+def commit_write(job: WriteJob, results: Iterable[object]) -> SuccessData:
+    """Commit the job from exactly the delivered attempts, replacing old output for overwrite; its summary."""
+    accepted = accepted_results(job, results)
+    with job.committer() as committer:
+        for result in accepted:
+            if not result.committed:
+                committer.commit_task(committer.task_attempt(result.task_id, result.task_attempt_id), result.outputs)
+        old = None
+        if job.overwrite:
+            written = {d for result in accepted for d in result.partitions} if job.dynamic_overwrite else None
+            old = list_old_output(committer.store.fs, committer.paths.dest, written)
+            # Files a task wrote in place (or v2 published) are in the destination already: new, not old.
+            new = {posixpath.join(committer.paths.dest, f) for result in accepted for f in result.outputs.values()}
+            old = OldOutput(tuple(f for f in old.files if f not in new), old.directories)
+        attempts = {result.task_id: result.task_attempt_id for result in accepted}
+        summary, replaced = commit_replacing(committer, old, attempts)
+    log.info(
+        "Job %s committed %d tasks, %d rows into %s; %d old files replaced",
+        job.job_id,
+        len(accepted),
+        sum(result.rows for result in accepted),
+        job.destination,
+        replaced,
+    )
+    return summary
+
+
+def abort_write(job: WriteJob) -> None:
+    """Abort the job after a failure; the destination is left as it was before the job. Never raises."""
+    try:
+        with job.committer() as committer:
+            committer.abort_job()
+    except Exception:
+        log.exception("Abort of job %s into %s failed", job.job_id, job.destination)
+
+
+def write_in_process(job: WriteJob, batches: Iterable[Any]) -> SuccessData | None:
+    """A whole job as one task in the calling process (pyarrow, Polars): ``None`` when ``ignore`` skipped it."""
+    if not begin(job):
+        return None
+    try:
+        result = run_task(job, 0, batches)
+        return commit_write(job, [result])
+    except BaseException:
+        abort_write(job)
+        raise

@@ -1,0 +1,154 @@
+"""WriteJob, run_task and commit_write: what every adapter relies on, on memory and local disk."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pyarrow as pa
+import pytest
+
+from manifest_committer.errors import ConfigError
+from manifest_committer.success_data import SuccessData
+from manifest_committer.writing import (
+    DestinationExistsError,
+    TaskResultError,
+    WriteJob,
+    abort_write,
+    begin,
+    commit_write,
+    run_task,
+)
+from tests.fixtures.writing import data_files, has_success, read_rows
+
+COLUMNS = ["dt", "x"]
+
+
+def batches(dt: str, *xs: int) -> list[pa.RecordBatch]:
+    return [pa.record_batch({"dt": [dt] * len(xs), "x": list(xs)})]
+
+
+def new_job(url: str, mode: str = "append", protocol: str = "manifest", **options: str) -> WriteJob:
+    return WriteJob.create(url, framework="test", partition_by=["dt"], mode=mode, protocol=protocol, options=options)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"options": {"noSuchOption": "1"}}, "unknown writer option 'nosuchoption'"),
+        ({"options": {"maxOpenFiles": "0"}}, "maxOpenFiles: must be at least 1"),
+        ({"options": {"mapreduce.manifest.committer.no.such.key": "1"}}, "no.such.key"),
+        ({"partition_by": "dt"}, "the string 'dt'"),
+        ({"partition_by": ["dt", "dt"]}, "named twice"),
+        ({"format": "orc"}, "format 'orc'"),
+        ({"mode": "upsert"}, "save mode 'upsert'"),
+        ({"protocol": "magic"}, "unknown commit protocol 'magic'"),
+    ],
+)
+def test_bad_arguments_are_refused_naming_them(arguments: dict[str, object], message: str) -> None:
+    with pytest.raises(Exception, match=message.replace("(", r"\(")) as caught:
+        WriteJob.create("memory://bucket/out", framework="test", **arguments)  # type: ignore[arg-type]
+    assert isinstance(caught.value, ConfigError | TypeError) or "protocol" in message
+
+
+def test_partition_columns_must_be_columns_with_one_left(tmp_path: object) -> None:
+    job = new_job("memory://bucket/out")
+    with pytest.raises(ConfigError, match="partition column 'dt' is not a column"):
+        job.check_columns(["x"])
+    with pytest.raises(ConfigError, match="one data column must remain"):
+        job.check_columns(["dt"])
+
+
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+def test_a_duplicated_task_leaves_exactly_the_delivered_attempts_rows(destination: str, protocol: str) -> None:
+    """Two attempts of task 0 both finish; the framework delivers the second: only its rows are committed.
+
+    Under v2 a task commit publishes, so the first attempt must not have committed itself (regression: the
+    duplicate's rows would have been in the destination twice).
+    """
+    job = new_job(destination, protocol=protocol)
+    assert begin(job)
+    loser = run_task(job, 0, batches("a", 1, 2))
+    winner = run_task(job, 0, batches("a", 1, 2))
+    other = run_task(job, 1, batches("b", 3))
+    assert loser.task_attempt_id != winner.task_attempt_id
+    if protocol == "v2":
+        assert data_files(destination) == []  # nothing published before the driver decides
+    summary = commit_write(job, [winner, other])
+    assert summary.success
+    assert read_rows(destination, COLUMNS) == [("a", 1), ("a", 2), ("b", 3)]
+    assert sorted(data_files(destination)) == sorted([*winner.outputs.values(), *other.outputs.values()])
+
+
+def test_results_of_another_job_or_twice_the_same_task_are_refused(destination: str) -> None:
+    job = new_job(destination)
+    assert begin(job)
+    result = run_task(job, 0, batches("a", 1))
+    with pytest.raises(TaskResultError, match="two results of task 0"):
+        commit_write(job, [result, run_task(job, 0, batches("a", 1))])
+    with pytest.raises(TaskResultError, match="is of job"):
+        commit_write(job, [replace(result, job_id="other-job")])
+    with pytest.raises(TaskResultError, match="task result 0 is a str"):
+        commit_write(job, ["not a result"])
+    assert not has_success(destination)
+
+
+def failing(after: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield from after
+    raise RuntimeError("injected failure in the middle of a task")
+
+
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+def test_a_failed_overwrite_leaves_the_old_output(destination: str, protocol: str) -> None:
+    first = new_job(destination, protocol=protocol)
+    assert begin(first)
+    old_summary = commit_write(first, [run_task(first, 0, batches("a", 1))])
+    before = data_files(destination)
+    job = new_job(destination, mode="overwrite", protocol=protocol)
+    assert begin(job)
+    done = run_task(job, 0, batches("b", 2))
+    with pytest.raises(RuntimeError, match="injected"):
+        run_task(job, 1, failing(batches("c", 3)))
+    abort_write(job)
+    assert data_files(destination) == before
+    assert read_rows(destination, COLUMNS) == [("a", 1)]
+    assert done.rows == 1
+    # Job setup deletes an older _SUCCESS (as Hadoop does); the failed job never writes its own.
+    assert not has_success(destination) or SuccessData.load(f"{destination}/_SUCCESS").job_id == old_summary.job_id
+
+
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+def test_overwrite_replaces_everything_or_only_the_partitions_written(destination: str, protocol: str) -> None:
+    job = new_job(destination, protocol=protocol)
+    assert begin(job)
+    commit_write(job, [run_task(job, 0, [*batches("a", 1), *batches("b", 2)])])
+    dynamic = new_job(destination, mode="overwrite", protocol=protocol, partitionOverwriteMode="dynamic")
+    assert begin(dynamic)
+    commit_write(dynamic, [run_task(dynamic, 0, batches("b", 20))])
+    assert read_rows(destination, COLUMNS) == [("a", 1), ("b", 20)]
+    static = new_job(destination, mode="overwrite", protocol=protocol)
+    assert begin(static)
+    summary = commit_write(static, [run_task(static, 0, batches("c", 30))])
+    assert read_rows(destination, COLUMNS) == [("c", 30)]
+    assert summary.job_id == static.job_id
+
+
+def test_errorifexists_and_ignore_look_at_the_destination_first(destination: str) -> None:
+    job = new_job(destination, mode="errorifexists")
+    assert begin(job)
+    commit_write(job, [run_task(job, 0, batches("a", 1))])
+    with pytest.raises(DestinationExistsError, match="already holds data"):
+        begin(new_job(destination, mode="errorifexists"))
+    assert not begin(new_job(destination, mode="ignore"))
+
+
+def test_importing_the_package_imports_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, manifest_committer, manifest_committer.writing\n"
+        "loaded = [m for m in ('ray', 'dask', 'polars', 'pyarrow', 'pyspark', 'pandas') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
