@@ -71,6 +71,8 @@ class Target:
     name: str
     root: str = ""
     emulator: Emulator | None = None
+    delete_after: bool = True
+    """Delete each case's container or bucket afterwards; off when the emulator itself stops after the case."""
 
     @property
     def storage_options(self) -> dict[str, Any]:
@@ -78,7 +80,7 @@ class Target:
 
     @contextlib.contextmanager
     def fresh_destination(self) -> Iterator[str]:
-        """A destination no case used before, deleted afterwards (the emulators slow down as they fill)."""
+        """A destination no case used before, deleted afterwards (unless ``delete_after`` is off)."""
         if self.emulator is None:
             directory = tempfile.mkdtemp(prefix="markers-", dir=self.root)
             try:
@@ -86,10 +88,15 @@ class Target:
             finally:
                 shutil.rmtree(directory, ignore_errors=True)
             return
-        from tests.fixtures.emulators import fresh_root
+        from tests.fixtures.emulators import fresh_root, unique_name
 
-        with fresh_root(self.emulator, "markers") as bucket:
-            yield f"{self.emulator.protocol}://{bucket}/out"
+        if self.delete_after:
+            with fresh_root(self.emulator, "markers") as bucket:
+                yield f"{self.emulator.protocol}://{bucket}/out"
+            return
+        bucket = unique_name("markers")
+        self.emulator.filesystem().mkdir(bucket)
+        yield f"{self.emulator.protocol}://{bucket}/out"
 
 
 @dataclass(frozen=True)
@@ -269,7 +276,12 @@ def _measure(
 
 @contextlib.contextmanager
 def open_target(name: str, root: str) -> Iterator[Target]:
-    """The store ``name`` (``local``, ``azurite`` or ``fake-gcs-server``), started for as long as it is used."""
+    """The store ``name`` (``local``, ``azurite`` or ``fake-gcs-server``), started for one case.
+
+    Every case gets a new emulator process: both slow down as they fill (Azurite even after the container is
+    deleted; BENCHMARKS.md, emulator commits), and deleting 64,000 markers blob by blob took Azurite minutes
+    here, so a case's objects go with its server instead.
+    """
     if name == "local":
         yield Target(LOCAL, root=root)
         return
@@ -277,7 +289,7 @@ def open_target(name: str, root: str) -> Iterator[Target]:
 
     start = {"azurite": run_azurite, "fake-gcs-server": run_fake_gcs_server}[name]
     with start() as emulator:
-        yield Target(name, emulator=emulator)
+        yield Target(name, emulator=emulator, delete_after=False)
 
 
 def cases_for(store: str, options: argparse.Namespace) -> list[Case]:
@@ -337,7 +349,7 @@ def print_tables(results: list[Result]) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> None:
+def parse_options(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--processes", type=int, default=4, help="writer processes (default 4)")
     parser.add_argument("--threads", type=int, default=16, help="writer threads per process (default 16)")
@@ -354,11 +366,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root", default=tempfile.gettempdir(), help="directory for the jobs (local disk)")
     parser.add_argument("--json", help="write the results here too")
     options = parser.parse_args(argv)
-    stores = [text for text in options.stores.split(",") if text]
-    unknown = sorted(set(stores) - {"local", *EMULATORS})
+    options.stores = [text for text in options.stores.split(",") if text]
+    unknown = sorted(set(options.stores) - {"local", *EMULATORS})
     if unknown:
         parser.error(f"unknown store(s) {', '.join(unknown)}; known: local, {', '.join(EMULATORS)}")
+    return options
 
+
+def report(results: list[Result], json_path: str | None, *, argv: list[str], when: str) -> None:
+    """Print the tables; with ``json_path`` also write every result (with its calls by name) and the ratios."""
+    print_tables(results)
+    if json_path:
+        document = {
+            "date": when,
+            "host": platform.node(),
+            "argv": argv,
+            "results": [asdict(result) for result in results],
+            "ratios": ratios(results),
+        }
+        with open(json_path, "w") as handle:
+            json.dump(document, handle, indent=2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = parse_options(argv)
     when = time.strftime("%Y-%m-%d %H:%M")
     print(f"# {when} on {platform.node()}: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     results = []
@@ -366,22 +397,16 @@ def main(argv: list[str] | None = None) -> None:
     with ProcessPoolExecutor(options.processes, mp_context=context) as pool, context.Manager() as manager:
         # Warm the worker processes (imports) so that the first case does not pay for them.
         list(pool.map(time.sleep, [0.1] * options.processes))
-        for name in stores:
-            with open_target(name, options.root) as target:
-                for case in cases_for(target.name, options):
+        for name in options.stores:
+            for case in cases_for(LOCAL if name == "local" else name, options):
+                with open_target(name, options.root) as target:
                     result = run_case(
                         case, target, processes=options.processes, threads=options.threads, pool=pool, manager=manager
                     )
-                    results.append(result)
-                    print(json.dumps({key: value for key, value in asdict(result).items() if key != "calls"}))
-                    sys.stdout.flush()
-
-    print_tables(results)
-    if options.json:
-        document = {"date": when, "host": platform.node(), "argv": sys.argv, "results": [asdict(r) for r in results]}
-        document["ratios"] = ratios(results)
-        with open(options.json, "w") as handle:
-            json.dump(document, handle, indent=2)
+                results.append(result)
+                print(json.dumps({key: value for key, value in asdict(result).items() if key != "calls"}))
+                sys.stdout.flush()
+    report(results, options.json, argv=sys.argv if argv is None else argv, when=when)
 
 
 if __name__ == "__main__":
