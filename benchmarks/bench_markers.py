@@ -1,8 +1,8 @@
 """Marker-creation benchmark: direct markers against the batching marker server, 64 concurrent writers.
 
 Each case starts a fresh job on one store: local disk, Azurite or fake-gcs-server (``--stores``; the emulators
-are started as the tests start them, ``tests/fixtures/emulators.py``, each case in a fresh container or
-bucket), so that one run gives the batched / direct ratios of every store. The writers are ``--processes``
+are started as the tests start them, ``tests/fixtures/emulators.py``, a new emulator process and bucket for
+each case), so that one run gives the batched / direct ratios of every store. The writers are ``--processes``
 worker processes (spawned, as executors would be) of ``--threads`` threads each (64 writers by default); every
 writer creates ``--markers`` markers, one after the other, each for a distinct data file, and times every
 ``create`` call. All writer processes start together (a barrier across processes), after their imports and
