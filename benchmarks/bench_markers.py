@@ -1,16 +1,22 @@
 """Marker-creation benchmark: direct markers against the batching marker server, 64 concurrent writers.
 
-Each case starts a fresh job on local disk. The writers are ``--processes`` worker processes (spawned, as
-executors would be) of ``--threads`` threads each (64 writers by default); every writer creates
-``--markers`` markers, one after the other, each for a distinct data file, and times every ``create`` call.
-``direct``: each writer writes its own empty marker objects. ``batched``: the driver (this process) runs the
-marker server, found by the writers through ``server.json``; the server's flush interval is the case's.
-Reported: markers per second (all markers / wall time from the first writer's start to the last one's end),
-p50 and p99 of the per-call latency, and the store calls made (by writers and server together).
+Each case starts a fresh job on one store: local disk, Azurite or fake-gcs-server (``--stores``; the emulators
+are started as the tests start them, ``tests/fixtures/emulators.py``, a new emulator process and bucket for
+each case), so that one run gives the batched / direct ratios of every store. The writers are ``--processes``
+worker processes (spawned, as executors would be) of ``--threads`` threads each (64 writers by default); every
+writer creates ``--markers`` markers, one after the other, each for a distinct data file, and times every
+``create`` call. All writer processes start together (a barrier across processes), after their imports and
+their first store connection. ``direct``: each writer writes its own empty marker objects. ``batched``: the
+driver (this process) runs the marker server, found by the writers through ``server.json``; the server's flush
+interval is the case's. Reported: markers per second (all markers / wall time from the first writer's start to
+the last one's end), p50 and p99 of the per-call latency, the store calls made (by writers and server together)
+and the 1-minute load average at the case's end; then, per store, batched / direct ratios. Every marker is read
+back from the store's files after its case (``read_markers``), or the benchmark fails.
 
 ``--latency-ms 20`` adds a second set of cases where every store call sleeps 20 ms first
-(``FaultInjectingStore``), in the writers and in the server alike, to stand for an object store; those cases
-use ``--latency-markers`` markers per writer, since a direct writer then needs 20 ms per marker.
+(``FaultInjectingStore``), in the writers and in the server alike, to stand for a remote object store; those
+cases run on local disk only and use ``--latency-markers`` markers per writer, since a direct writer then needs
+20 ms per marker. ``--emulator-markers`` sets the markers per writer on the emulators (default ``--markers``).
 
 Run ``python benchmarks/bench_markers.py --help`` for the options; BENCHMARKS.md has the results.
 """
@@ -18,6 +24,7 @@ Run ``python benchmarks/bench_markers.py --help`` for the options; BENCHMARKS.md
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -27,34 +34,97 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
+from multiprocessing.managers import SyncManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fixtures.emulators
 
 from manifest_committer.markers import MarkerClient, MarkerPaths, MarkerServer, read_markers
 from manifest_committer.paths import JobPaths
 from manifest_committer.retry import RetryPolicy
 from manifest_committer.store import FaultInjectingStore, StoreOperations, open_store
 
+if TYPE_CHECKING:
+    from tests.fixtures.emulators import Emulator
+
+LOCAL = "local disk"
+EMULATORS = ("azurite", "fake-gcs-server")
+START_TIMEOUT = 300.0
+"""Seconds the writer processes wait for each other at the start (imports and a store connection each)."""
+
+
+class StartBarrier(Protocol):
+    """What the writer processes share to start at once (a manager's ``Barrier`` proxy)."""
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    """A store the cases run on: where a fresh destination comes from, and how to reach it from any process."""
+
+    name: str
+    root: str = ""
+    emulator: Emulator | None = None
+    delete_after: bool = True
+    """Delete each case's container or bucket afterwards; off when the emulator itself stops after the case."""
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return dict(self.emulator.storage_options) if self.emulator is not None else {}
+
+    @contextlib.contextmanager
+    def fresh_destination(self) -> Iterator[str]:
+        """A destination no case used before, deleted afterwards (unless ``delete_after`` is off)."""
+        if self.emulator is None:
+            directory = tempfile.mkdtemp(prefix="markers-", dir=self.root)
+            try:
+                yield directory + "/out"
+            finally:
+                shutil.rmtree(directory, ignore_errors=True)
+            return
+        from tests.fixtures.emulators import fresh_root, unique_name
+
+        if self.delete_after:
+            with fresh_root(self.emulator, "markers") as bucket:
+                yield f"{self.emulator.protocol}://{bucket}/out"
+            return
+        bucket = unique_name("markers")
+        self.emulator.filesystem().mkdir(bucket)
+        yield f"{self.emulator.protocol}://{bucket}/out"
+
 
 @dataclass(frozen=True)
 class Case:
     """One measured configuration."""
 
+    store: str
     marker_type: str
     interval_ms: int
     latency: float
     markers_per_writer: int
 
     @property
+    def kind(self) -> str:
+        return "direct" if self.marker_type == "direct" else f"batched {self.interval_ms} ms"
+
+    @property
     def label(self) -> str:
-        kind = "direct" if self.marker_type == "direct" else f"batched {self.interval_ms} ms"
-        return f"{kind}, {self.latency * 1000:g} ms per store call"
+        latency = f", {self.latency * 1000:g} ms per store call" if self.latency > 0 else ""
+        return f"{self.kind}, {self.store}{latency}"
 
 
 @dataclass
 class Result:
     case: str
+    store: str
+    kind: str
+    latency_ms: float
     writers: int
     markers: int
     seconds: float
@@ -65,10 +135,12 @@ class Result:
     server_flushes: int
     fallbacks: int
     read_back: int
+    load_average: float
+    calls: dict[str, int] = field(default_factory=dict)
 
 
-def _store(destination: str, latency: float) -> tuple[FaultInjectingStore, str]:
-    inner, path = open_store(destination)
+def _store(destination: str, latency: float, storage_options: dict[str, Any]) -> tuple[FaultInjectingStore, str]:
+    inner, path = open_store(destination, storage_options)
     return FaultInjectingStore(inner, latency=latency), path
 
 
@@ -77,10 +149,20 @@ def _retry(store: StoreOperations) -> RetryPolicy:
 
 
 def _writer_process(
-    *, destination: str, job_id: str, marker_type: str, latency: float, process: int, threads: int, markers: int
+    *,
+    destination: str,
+    storage_options: dict[str, Any],
+    job_id: str,
+    marker_type: str,
+    latency: float,
+    process: int,
+    threads: int,
+    markers: int,
+    everyone: StartBarrier,
 ) -> tuple[list[float], dict[str, int], int, float, float]:
     """Run ``threads`` writers in this process; returns latencies, store calls, fallbacks, first start, last end."""
-    store, path = _store(destination, latency)
+    store, path = _store(destination, latency, storage_options)
+    store.inner.info(path)  # connect (and, on a cloud store, build the client) before the clock starts
     paths = MarkerPaths(JobPaths(path, job_id, 0))
     client = MarkerClient(store, paths, _retry(store), marker_type="direct" if marker_type == "direct" else "batched")
     latencies: list[list[float]] = [[] for _ in range(threads)]
@@ -98,6 +180,7 @@ def _writer_process(
     workers = [threading.Thread(target=write, args=(thread,)) for thread in range(threads)]
     for worker in workers:
         worker.start()
+    everyone.wait(START_TIMEOUT)  # every writer process is ready: one pool task per process, all at once
     start_gate.wait()
     started = time.time()
     for worker in workers:
@@ -106,25 +189,52 @@ def _writer_process(
     return [value for own in latencies for value in own], dict(store.calls), client.fallbacks, started, ended
 
 
-def run_case(case: Case, root: str, processes: int, threads: int, pool: ProcessPoolExecutor) -> Result:
-    destination = tempfile.mkdtemp(prefix="markers-", dir=root) + "/out"
+def run_case(
+    case: Case, target: Target, *, processes: int, threads: int, pool: ProcessPoolExecutor, manager: SyncManager
+) -> Result:
+    """Run one case in a fresh destination of ``target``; the pool has exactly ``processes`` worker processes."""
+    with target.fresh_destination() as destination:
+        return _measure(
+            case,
+            destination,
+            target.storage_options,
+            processes=processes,
+            threads=threads,
+            pool=pool,
+            manager=manager,
+        )
+
+
+def _measure(
+    case: Case,
+    destination: str,
+    storage_options: dict[str, Any],
+    *,
+    processes: int,
+    threads: int,
+    pool: ProcessPoolExecutor,
+    manager: SyncManager,
+) -> Result:
     job_id = "bench_markers"
-    store, path = _store(destination, case.latency)
+    store, path = _store(destination, case.latency, storage_options)
     paths = MarkerPaths(JobPaths(path, job_id, 0))
     server = None
     if case.marker_type == "batched":
         server = MarkerServer(store, paths, _retry(store), batch_interval_ms=case.interval_ms).start()
+    everyone = manager.Barrier(processes)
     try:
         futures = [
             pool.submit(
                 _writer_process,
                 destination=destination,
+                storage_options=storage_options,
                 job_id=job_id,
                 marker_type=case.marker_type,
                 latency=case.latency,
                 process=process,
                 threads=threads,
                 markers=case.markers_per_writer,
+                everyone=everyone,
             )
             for process in range(processes)
         ]
@@ -132,6 +242,7 @@ def run_case(case: Case, root: str, processes: int, threads: int, pool: ProcessP
     finally:
         if server is not None:
             server.stop()
+    load_average = os.getloadavg()[0]
     latencies = sorted(value for outcome in outcomes for value in outcome[0])
     calls: Counter[str] = Counter(store.calls)
     for outcome in outcomes:
@@ -143,9 +254,11 @@ def run_case(case: Case, root: str, processes: int, threads: int, pool: ProcessP
     expected = processes * threads * case.markers_per_writer
     if len(found.markers) != expected:
         raise SystemExit(f"{case.label}: read back {len(found.markers)} markers, expected {expected}")
-    shutil.rmtree(os.path.dirname(destination), ignore_errors=True)
     return Result(
         case=case.label,
+        store=case.store,
+        kind=case.kind,
+        latency_ms=case.latency * 1000,
         writers=processes * threads,
         markers=total,
         seconds=round(seconds, 3),
@@ -156,54 +269,144 @@ def run_case(case: Case, root: str, processes: int, threads: int, pool: ProcessP
         server_flushes=server.flushes if server is not None else 0,
         fallbacks=sum(outcome[2] for outcome in outcomes),
         read_back=len(found.markers),
+        load_average=round(load_average, 2),
+        calls=dict(calls),
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--processes", type=int, default=4, help="writer processes (default 4)")
-    parser.add_argument("--threads", type=int, default=16, help="writer threads per process (default 16)")
-    parser.add_argument("--markers", type=int, default=1000, help="markers per writer (default 1000)")
-    parser.add_argument("--intervals", default="50,10", help="batch intervals in ms, comma-separated (default 50,10)")
-    parser.add_argument("--latency-ms", type=float, default=0.0, help="also run with this latency per store call")
-    parser.add_argument("--latency-markers", type=int, default=100, help="markers per writer with latency (100)")
-    parser.add_argument("--root", default=tempfile.gettempdir(), help="directory for the jobs (local disk)")
-    parser.add_argument("--json", help="write the results here too")
-    options = parser.parse_args()
+@contextlib.contextmanager
+def open_target(name: str, root: str) -> Iterator[Target]:
+    """The store ``name`` (``local``, ``azurite`` or ``fake-gcs-server``), started for one case.
 
+    Every case gets a new emulator process: both slow down as they fill (Azurite even after the container is
+    deleted; BENCHMARKS.md, emulator commits), and deleting 64,000 markers blob by blob took Azurite minutes
+    here, so a case's objects go with its server instead.
+    """
+    if name == "local":
+        yield Target(LOCAL, root=root)
+        return
+    from tests.fixtures.emulators import run_azurite, run_fake_gcs_server
+
+    start = {"azurite": run_azurite, "fake-gcs-server": run_fake_gcs_server}[name]
+    with start() as emulator:
+        yield Target(name, emulator=emulator, delete_after=False)
+
+
+def cases_for(store: str, options: argparse.Namespace) -> list[Case]:
+    """Direct first, then batched at each interval; on local disk also the cases with injected latency."""
     intervals = [int(text) for text in options.intervals.split(",") if text]
-    cases = [Case("direct", 0, 0.0, options.markers)]
-    cases += [Case("batched", interval, 0.0, options.markers) for interval in intervals]
-    if options.latency_ms > 0:
+    markers = options.markers if store == LOCAL else options.emulator_markers or options.markers
+    cases = [Case(store, "direct", 0, 0.0, markers)]
+    cases += [Case(store, "batched", interval, 0.0, markers) for interval in intervals]
+    if store == LOCAL and options.latency_ms > 0:
         latency = options.latency_ms / 1000.0
-        cases.append(Case("direct", 0, latency, options.latency_markers))
-        cases += [Case("batched", interval, latency, options.latency_markers) for interval in intervals]
+        cases.append(Case(store, "direct", 0, latency, options.latency_markers))
+        cases += [Case(store, "batched", interval, latency, options.latency_markers) for interval in intervals]
+    return cases
 
-    when = time.strftime("%Y-%m-%d %H:%M")
-    print(f"# {when} on {platform.node()}: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    results = []
-    with ProcessPoolExecutor(options.processes, mp_context=get_context("spawn")) as pool:
-        # Warm the worker processes (imports) so that the first case does not pay for them.
-        list(pool.map(time.sleep, [0.1] * options.processes))
-        for case in cases:
-            result = run_case(case, options.root, options.processes, options.threads, pool)
-            results.append(result)
-            print(json.dumps(asdict(result)), flush=True)
 
+def ratios(results: list[Result]) -> list[dict[str, Any]]:
+    """Each batched case against the direct case of the same store and latency, from the same run."""
+    direct = {(result.store, result.latency_ms): result for result in results if result.kind == "direct"}
+    rows = []
+    for result in results:
+        base = direct.get((result.store, result.latency_ms))
+        if result.kind == "direct" or base is None:
+            continue
+        rows.append(
+            {
+                "case": result.case,
+                "throughput": round(result.markers_per_second / base.markers_per_second, 3),
+                "p50": round(result.p50_ms / base.p50_ms, 2),
+                "p99": round(result.p99_ms / base.p99_ms, 2),
+                "store_calls_per_marker": round(
+                    (result.store_calls / result.markers) / (base.store_calls / base.markers), 3
+                ),
+            }
+        )
+    return rows
+
+
+def print_tables(results: list[Result]) -> None:
     print()
     print(
-        "| case | writers x markers | wall (s) | markers/s | p50 (ms) | p99 (ms) | store calls | flushes | fallbacks |"
+        "| case | writers x markers | wall (s) | markers/s | p50 (ms) | p99 (ms) | store calls | flushes | "
+        "fallbacks | load |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for result in results:
         print(
             f"| {result.case} | {result.writers} x {result.markers // result.writers:,} | {result.seconds:.2f} | "
             f"{result.markers_per_second:,} | {result.p50_ms} | {result.p99_ms} | {result.store_calls:,} | "
-            f"{result.server_flushes:,} | {result.fallbacks} |"
+            f"{result.server_flushes:,} | {result.fallbacks} | {result.load_average} |"
         )
-    if options.json:
-        with open(options.json, "w") as handle:
-            json.dump([asdict(result) for result in results], handle, indent=2)
+    print()
+    print("| batched / direct | throughput | p50 latency | p99 latency | store calls per marker |")
+    print("|---|---:|---:|---:|---:|")
+    for row in ratios(results):
+        print(
+            f"| {row['case']} | {row['throughput']} | {row['p50']} | {row['p99']} | {row['store_calls_per_marker']} |"
+        )
+
+
+def parse_options(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--processes", type=int, default=4, help="writer processes (default 4)")
+    parser.add_argument("--threads", type=int, default=16, help="writer threads per process (default 16)")
+    parser.add_argument("--markers", type=int, default=1000, help="markers per writer (default 1000)")
+    parser.add_argument("--intervals", default="50,10", help="batch intervals in ms, comma-separated (default 50,10)")
+    parser.add_argument(
+        "--stores",
+        default="local,azurite,fake-gcs-server",
+        help="stores, comma-separated: local, azurite, fake-gcs-server (default all three)",
+    )
+    parser.add_argument("--emulator-markers", type=int, default=0, help="markers per writer on the emulators")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="also run with this latency per store call")
+    parser.add_argument("--latency-markers", type=int, default=100, help="markers per writer with latency (100)")
+    parser.add_argument("--root", default=tempfile.gettempdir(), help="directory for the jobs (local disk)")
+    parser.add_argument("--json", help="write the results here too")
+    options = parser.parse_args(argv)
+    options.stores = [text for text in options.stores.split(",") if text]
+    unknown = sorted(set(options.stores) - {"local", *EMULATORS})
+    if unknown:
+        parser.error(f"unknown store(s) {', '.join(unknown)}; known: local, {', '.join(EMULATORS)}")
+    return options
+
+
+def report(results: list[Result], json_path: str | None, *, argv: list[str], when: str) -> None:
+    """Print the tables; with ``json_path`` also write every result (with its calls by name) and the ratios."""
+    print_tables(results)
+    if json_path:
+        document = {
+            "date": when,
+            "host": platform.node(),
+            "argv": argv,
+            "results": [asdict(result) for result in results],
+            "ratios": ratios(results),
+        }
+        with open(json_path, "w") as handle:
+            json.dump(document, handle, indent=2)
+
+
+def main(argv: list[str] | None = None) -> None:
+    options = parse_options(argv)
+    when = time.strftime("%Y-%m-%d %H:%M")
+    print(f"# {when} on {platform.node()}: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    results = []
+    context = get_context("spawn")
+    with ProcessPoolExecutor(options.processes, mp_context=context) as pool, context.Manager() as manager:
+        # Warm the worker processes (imports) so that the first case does not pay for them.
+        list(pool.map(time.sleep, [0.1] * options.processes))
+        for name in options.stores:
+            for case in cases_for(LOCAL if name == "local" else name, options):
+                with open_target(name, options.root) as target:
+                    result = run_case(
+                        case, target, processes=options.processes, threads=options.threads, pool=pool, manager=manager
+                    )
+                results.append(result)
+                print(json.dumps({key: value for key, value in asdict(result).items() if key != "calls"}))
+                sys.stdout.flush()
+    report(results, options.json, argv=sys.argv if argv is None else argv, when=when)
 
 
 if __name__ == "__main__":
