@@ -41,7 +41,13 @@ class FileOutputCleanupStage(FileOutputStage[FileOutputCleanupArguments, FileOut
         if not arguments.enabled:
             return FileOutputCleanupResult(CleanupOutcome.DISABLED)
         layout = self.layout
-        if self.job_holding_the_layout() != self.paths.job_id:
+        holder = self.job_holding_the_layout()
+        if holder != self.paths.job_id:
+            if holder is None:
+                # A cleanup killed after deleting _JOB leaves the emptied directories; an empty directory holds
+                # no job's state (a job's setup makes its subdirectory before it writes _JOB).
+                self.remove_empty_dir(layout.job_attempt_dir)
+                self.remove_empty_dir(layout.pending_dir)
             return FileOutputCleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP)
         last = {layout.owner_path, layout.commit_finished_path}
         try:
