@@ -161,3 +161,4 @@ class FileOutputCommitterV2(FileOutputCommitter):
     protocol = "v2"
     committer_name = "v2"
     algorithm = 2
+    task_commit_publishes = True
