@@ -16,6 +16,9 @@ this job's, whatever its size. The record goes first when the job's state is del
 (``FileOutputCleanupStage``), so no evidence outlives it: without the record, nothing in the destination is
 this job's. A torn record (a kill while it was written) is no record: the commit had changed nothing yet.
 
+Not undone: with ``delete.target.files``, a file the merge deleted to make way for this job's is gone (the
+abort removes this job's file, not the one it replaced), as in the manifest protocol.
+
 The commit point is this job's ``_SUCCESS`` in place, or ``_COMMIT_FINISHED.json`` (the same summary) with
 ``marksuccessfuljobs=false``; after it, abort keeps the output.
 """
