@@ -115,10 +115,7 @@ def test_executor_killed_while_tasks_write(spark_cluster: SparkCluster, tmp_path
     assert victim["task_attempt_id"] not in in_output[victim["partition"]]
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v2"])
-def test_speculative_copy_on_the_other_host(spark_cluster: SparkCluster, tmp_path: Path, protocol: str) -> None:
-    """Exactly the copy's rows, under the manifest protocol and under v2, whose task commit publishes (the driver
-    runs it, for the accepted attempt only)."""
+def test_speculative_copy_on_the_other_host(spark_cluster: SparkCluster, tmp_path: Path) -> None:
     conf = {
         "spark.speculation": "true",
         "spark.speculation.multiplier": "1.5",
@@ -126,7 +123,7 @@ def test_speculative_copy_on_the_other_host(spark_cluster: SparkCluster, tmp_pat
         "spark.speculation.minTaskRuntime": "1s",
         "spark.speculation.interval": "100ms",
     }
-    arguments = run_arguments(tmp_path, slow_partitions=[0], sleep_seconds=40, conf=conf, protocol=protocol)
+    arguments = run_arguments(tmp_path, slow_partitions=[0], sleep_seconds=40, conf=conf)
     job = finish_cluster_job(start_cluster_job(spark_cluster, JOB_MODULE, arguments), Path(arguments["result"]))
 
     assert_row_exact(job.result)
