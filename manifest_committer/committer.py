@@ -80,6 +80,10 @@ class CommitterBase(ABC):
     """True where a task's files go straight to their final place (transactional, upload): a writer must then
     open each file at ``task.work_path + "/" + <its destination-relative path>``, and ``commit_task``'s
     ``outputs`` can select files but not rename them. Opening files that way works under every protocol."""
+    task_commit_publishes: ClassVar[bool] = False
+    """True where ``commit_task`` makes the task's files visible in the destination (``v2``): an engine whose
+    commit coordinator decides after the task ran (Spark's data source) must then run the task commit itself,
+    for the accepted attempt only, or a speculative duplicate publishes too."""
 
     def __init__(
         self,

@@ -15,9 +15,14 @@ What differs from Hadoop, and why:
   the first commits or aborts; cleanup deletes only that app attempt's directory. ``appAttempt`` is the job
   attempt (Spark's is always 0); a later attempt does not recover an earlier one's committed tasks.
 
+- the job commit records what it publishes before it first changes the destination
+  (``stages/file_output_journal.py``), so a rerun after a crash finishes exactly that, and ``abort_job`` before
+  the commit point (``_SUCCESS``, or ``_COMMIT_FINISHED.json`` with ``marksuccessfuljobs=false``) removes exactly
+  the files an interrupted v1 job commit had moved and puts back the ``_SUCCESS`` it replaced: v1 keeps every
+  promise of contract §4.
+
 Kept from Hadoop on purpose: v2 task commit moves files straight into the destination, so committed tasks'
-files are visible before job commit and ``abort_job`` does not remove them; and no abort undoes what an
-interrupted v1 job commit already moved.
+files are visible before job commit and ``abort_job`` does not remove them (contract §6 exempts them).
 """
 
 from __future__ import annotations
@@ -97,7 +102,8 @@ class FileOutputCommitter(CommitterBase):
         return result.success
 
     def abort_job(self) -> FileOutputAbortJobResult:
-        """Delete the job's temporary state. Nothing in the destination is reverted (see the module)."""
+        """Undo an interrupted job commit (unless it passed its commit point) and delete the job's temporary
+        state; v2's committed tasks' files stay (see the module)."""
         result, context = self._run_job_call(
             lambda context: FileOutputAbortJobStage(context).apply(FileOutputAbortJobArguments()),
             overwrite_report=False,
@@ -155,3 +161,4 @@ class FileOutputCommitterV2(FileOutputCommitter):
     protocol = "v2"
     committer_name = "v2"
     algorithm = 2
+    task_commit_publishes = True

@@ -129,6 +129,9 @@ class JobPaths:
 
 FILE_OUTPUT_JOB_OWNER = "_JOB"
 FILE_OUTPUT_TASK_REPORTS = "_tasks"
+FILE_OUTPUT_COMMIT_STARTED = "_COMMIT_STARTED.json"
+FILE_OUTPUT_COMMIT_FINISHED = "_COMMIT_FINISHED.json"
+FILE_OUTPUT_PREVIOUS_SUCCESS = "_PREVIOUS_SUCCESS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +142,9 @@ class FileOutputPaths:
     ``$dest/_temporary/<appAttempt>/<taskId>/``                     a task committed by v1
     ``$dest/_temporary/<appAttempt>/_JOB``                          the job holding this app attempt (ours)
     ``$dest/_temporary/<appAttempt>/_tasks/<taskId>.json``          what a committed task moved (ours)
+    ``$dest/_temporary/<appAttempt>/_COMMIT_STARTED.json``          the job commit's plan, before any move (ours)
+    ``$dest/_temporary/<appAttempt>/_COMMIT_FINISHED.json``         the summary, at the commit point (ours)
+    ``$dest/_temporary/<appAttempt>/_PREVIOUS_SUCCESS``             the ``_SUCCESS`` the commit replaced (ours)
 
     ``appAttempt`` is the job attempt, unpadded, as Hadoop writes it (Spark always uses 0). Hadoop's layout has
     no job id in it, so two jobs into one destination share it; the two files marked "ours" (names that Hadoop's
@@ -176,6 +182,21 @@ class FileOutputPaths:
     @property
     def temp_success_path(self) -> str:
         return posixpath.join(self.job_attempt_dir, SUCCESS_MARKER + TEMP_SUFFIX)
+
+    @property
+    def commit_started_path(self) -> str:
+        """The job commit's plan (``stages/file_output_journal.py``), written before the destination changes."""
+        return posixpath.join(self.job_attempt_dir, FILE_OUTPUT_COMMIT_STARTED)
+
+    @property
+    def commit_finished_path(self) -> str:
+        """The job's summary once its output is complete: the commit point when ``_SUCCESS`` is not written."""
+        return posixpath.join(self.job_attempt_dir, FILE_OUTPUT_COMMIT_FINISHED)
+
+    @property
+    def previous_success_path(self) -> str:
+        """Where the job commit keeps the ``_SUCCESS`` it replaces, for an abort before the commit point."""
+        return posixpath.join(self.job_attempt_dir, FILE_OUTPUT_PREVIOUS_SUCCESS)
 
     def task_attempt_dir(self, task_attempt_id: str) -> str:
         return posixpath.join(self.task_attempts_dir, task_attempt_id)

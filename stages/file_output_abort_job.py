@@ -1,13 +1,17 @@
-"""FileOutputAbortJob: Hadoop FileOutputCommitter's job abort (v1, v2): delete the job's temporary state."""
+"""FileOutputAbortJob: Hadoop FileOutputCommitter's job abort (v1, v2), made to keep contract §4 for v1."""
 
 from __future__ import annotations
 
 import logging
+import posixpath
 from dataclasses import dataclass
 
+from ..entry_file import FileToCommit
 from ..statistic_names import JOB_STAGE_ABORT
 from .file_output_base import FileOutputStage
 from .file_output_cleanup import FileOutputCleanupArguments, FileOutputCleanupResult, FileOutputCleanupStage
+from .file_output_journal import FileOutputCommitRecord, committed_summary, read_commit_record, source_path
+from .journal import Evidence, evidence
 
 log = logging.getLogger(__name__)
 
@@ -20,14 +24,22 @@ class FileOutputAbortJobArguments:
 @dataclass(frozen=True, slots=True)
 class FileOutputAbortJobResult:
     cleanup: FileOutputCleanupResult
+    files_reverted: int = 0
+    """Files an interrupted v1 job commit had moved into the destination, now deleted."""
+    committed: bool = False
+    """The commit point had passed: the output stays."""
 
 
 class FileOutputAbortJobStage(FileOutputStage[FileOutputAbortJobArguments, FileOutputAbortJobResult]):
-    """Delete ``_temporary/<appAttempt>`` if this job holds it; nothing in the destination is reverted.
+    """Undo an interrupted job commit, unless its commit point passed, then delete ``_temporary/<appAttempt>``.
 
-    As in Hadoop, abort only deletes temporary state. Before job commit that is all v1 ever wrote; v2's
-    committed tasks' files are already in the destination and stay there (its known flaw); after an interrupted
-    v1 job commit, the files it moved stay too. Cleanup errors are logged, not raised. Repeatable.
+    Before the commit point (this job's ``_SUCCESS``, or ``_COMMIT_FINISHED.json``), the files the commit's
+    record names and the store shows it moved (``stages/file_output_journal.py``) are deleted, the
+    ``_SUCCESS`` it moved aside is put back, and the directories it created are removed if empty: the
+    destination is as before the job, except for v2's committed tasks' files, which its task commits had
+    published before any job commit (v2's known flaw, kept). After the commit point the output stays. A foreign
+    file is never touched, whatever its size. Only the job that holds the layout acts. Cleanup errors are
+    logged, not raised. Repeatable: the record is deleted only after every revert, and first of the state.
     """
 
     name = JOB_STAGE_ABORT
@@ -42,6 +54,51 @@ class FileOutputAbortJobStage(FileOutputStage[FileOutputAbortJobArguments, FileO
                 holder,
                 self.paths.job_id,
             )
+        reverted = 0
+        committed = False
+        if holder == self.paths.job_id:
+            committed = committed_summary(self) is not None
+            if committed:
+                log.info("%s: job %s passed its commit point; its output stays", self.name, self.paths.job_id)
+            else:
+                record = read_commit_record(self)
+                if record is not None:
+                    reverted = self._revert_files(record)
+                self._restore_previous_success()
+                if record is not None:
+                    self._remove_created_directories(record)
         cleanup = FileOutputCleanupStage(self.context).apply(FileOutputCleanupArguments(suppress_errors=True))
         self.context.active_stage = self.name
-        return FileOutputAbortJobResult(cleanup)
+        return FileOutputAbortJobResult(cleanup, reverted, committed)
+
+    def _revert_files(self, record: FileOutputCommitRecord) -> int:
+        """Delete each planned file the store shows this job moved (or copied, on a copy-then-delete store)."""
+        layout = self.layout
+        reverted = 0
+        for planned in record.files:
+            dest = posixpath.join(self.paths.dest, planned.relative)
+            row = FileToCommit(source_path(layout, planned), dest, planned.size, None, self.to_url(dest))
+            if evidence(self, row) is Evidence.NONE:
+                continue
+            log.debug("%s: deleting %s, moved by job %s", self.name, row.dest_url, self.paths.job_id)
+            if self.delete_file(dest):
+                reverted += 1
+        if reverted:
+            log.info(
+                "%s: deleted %d files job %s had moved into the destination", self.name, reverted, self.paths.job_id
+            )
+        return reverted
+
+    def _restore_previous_success(self) -> None:
+        """Put back the ``_SUCCESS`` the commit moved aside, unless another has been written since."""
+        aside, success = self.layout.previous_success_path, self.layout.success_path
+        if self.info(aside) is None:
+            return
+        if self.info(success) is not None:
+            log.warning("Not restoring %s: %s was written since", self.to_url(aside), self.to_url(success))
+            return
+        self.rename_file(aside, success)
+
+    def _remove_created_directories(self, record: FileOutputCommitRecord) -> None:
+        for relative in sorted(record.created_directories, key=lambda d: (-d.count("/"), d)):
+            self.remove_empty_dir(posixpath.join(self.paths.dest, relative))

@@ -22,10 +22,8 @@ class FileOutputStage(Stage[ArgT, ResultT]):
 
     def job_holding_the_layout(self) -> str | None:
         """The job id in ``_temporary/<appAttempt>/_JOB``, or ``None`` when no job holds it."""
-        path = self.layout.owner_path
-        if self.info(path) is None:
-            return None
-        return self.read_bytes(path).decode("utf-8", errors="replace").strip()
+        data = self.read_bytes_if_present(self.layout.owner_path)  # one call: _JOB may go between two
+        return None if data is None else data.decode("utf-8", errors="replace").strip()
 
     def check_job_holds_the_layout(self, doing: str) -> None:
         """``JobStateError`` naming the directory unless this job set it up and it is still there."""

@@ -25,7 +25,8 @@ class FileOutputCleanupResult:
 
 
 class FileOutputCleanupStage(FileOutputStage[FileOutputCleanupArguments, FileOutputCleanupResult]):
-    """Delete everything in ``_temporary/<appAttempt>`` but ``_JOB``, then ``_JOB``, then the empty directories.
+    """Delete the commit record, everything else in ``_temporary/<appAttempt>`` but ``_COMMIT_FINISHED.json``
+    and ``_JOB``, then those two, then the empty directories.
 
     Hadoop deletes all of ``_temporary``, other jobs' and attempts' state too; here only this job's app attempt
     directory goes, and ``_temporary`` only if nothing else is in it. ``_JOB`` goes last so that a cleanup
@@ -40,12 +41,23 @@ class FileOutputCleanupStage(FileOutputStage[FileOutputCleanupArguments, FileOut
         if not arguments.enabled:
             return FileOutputCleanupResult(CleanupOutcome.DISABLED)
         layout = self.layout
-        if self.job_holding_the_layout() != self.paths.job_id:
+        holder = self.job_holding_the_layout()
+        if holder != self.paths.job_id:
+            if holder is None:
+                # A cleanup killed after deleting _JOB leaves the emptied directories; an empty directory holds
+                # no job's state (a job's setup makes its subdirectory before it writes _JOB).
+                self.remove_empty_dir(layout.job_attempt_dir)
+                self.remove_empty_dir(layout.pending_dir)
             return FileOutputCleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP)
+        last = {layout.owner_path, layout.commit_finished_path}
         try:
+            # The commit record first: once the committed task directories start to go, "source gone" is no
+            # evidence any more, and without the record nothing in the destination counts as this job's.
+            self.delete_file(layout.commit_started_path)
             for child in self.list_dir(layout.job_attempt_dir):
-                if child.path.rstrip("/") != layout.owner_path:
+                if child.path.rstrip("/") not in last:
                     self.delete_dir(child.path)
+            self.delete_file(layout.commit_finished_path)  # the commit point without _SUCCESS: kept to the end
             self.delete_file(layout.owner_path)
             self.remove_empty_dir(layout.job_attempt_dir)
             self.remove_empty_dir(layout.pending_dir)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import ManifestError, OutputValidationError
+from ..errors import JobStateError, ManifestError, OutputValidationError
 from ..manifest import TaskManifest
 from ..statistic_names import (
     COMMITTER_BYTES_COMMITTED,
@@ -16,14 +17,21 @@ from ..statistic_names import (
     COMMITTER_TASKS_COMPLETED,
     JOB_STAGE_LOAD_MANIFESTS,
     JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
-    JOB_STAGE_SAVE_SUCCESS_MARKER,
     OP_LOAD_MANIFEST,
-    TASK_STAGE_SAVE_SUMMARY_FILE,
 )
 from ..success_data import SUCCESS_FILENAME_LIMIT, SuccessData
 from .file_output_base import FileOutputStage
 from .file_output_cleanup import FileOutputCleanupArguments, FileOutputCleanupResult, FileOutputCleanupStage
+from .file_output_journal import (
+    FileOutputCommitRecord,
+    PlannedFile,
+    committed_summary,
+    describe,
+    read_commit_record,
+    write_commit_record,
+)
 from .merge_paths import JobMergePathsStage, MergePathsArguments, MergeSource
+from .save_success import SaveSuccessArguments, SaveSuccessStage
 
 log = logging.getLogger(__name__)
 
@@ -52,34 +60,44 @@ class FileOutputCommitJobStage(FileOutputStage[FileOutputCommitJobArguments, Fil
     Totals and ``filenames`` come from the task reports under ``_tasks/``. With ``accepted_attempts``, each
     accepted task's report must name the accepted attempt (``ManifestError`` otherwise, before anything moves);
     in v1 only accepted tasks are merged, in v2 their files are in the destination already, whatever the answer.
-    Unlike Hadoop's v1 (which renames whole directories and overwrites), every move here is a file rename that
-    never overwrites, so a rerun after a crash moves what is left; once ``_SUCCESS`` of this job is in place and
-    the state is gone, a rerun returns that summary. ``abort_job`` cannot undo a half-done v1 merge (Hadoop's
-    cannot either): what moved stays.
+    Before the destination first changes, the commit records what it publishes (``_COMMIT_STARTED.json``,
+    ``stages/file_output_journal.py``): a rerun publishes exactly that, and ``abort_job`` before the commit
+    point removes exactly the files it had moved. Unlike Hadoop's v1 (which renames whole directories and
+    overwrites), every move is a file rename that never overwrites, so a rerun after a crash moves what is left.
+    ``_SUCCESS`` replaces an earlier one by moving it aside first (``SaveSuccessStage``), so an abort can put it
+    back. Once the commit point has passed, a rerun finishes the cleanup and returns the summary.
     """
 
     name = COMMITTER_COMMIT_JOB
 
     def execute(self, arguments: FileOutputCommitJobArguments) -> FileOutputCommitJobResult:
-        finished = self._already_finished()
+        finished = committed_summary(self)
         if finished is not None:
-            return FileOutputCommitJobResult(finished, 0, 0, None, already_committed=True)
+            log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
+            cleanup = self._cleanup()
+            return FileOutputCommitJobResult(finished, 0, 0, cleanup, already_committed=True)
         self.check_job_holds_the_layout("commit")
         layout = self.layout
+        record = read_commit_record(self)
+        accepted = arguments.accepted_attempts
+        if record is not None:
+            if accepted is not None and dict(accepted) != record.accepted:
+                raise JobStateError(
+                    f"{self.to_url(layout.commit_started_path)}: job {self.paths.job_id} already began committing "
+                    f"attempts {describe(record.accepted)}; this call accepts {describe(accepted)}. A job commit is "
+                    "finished with the attempts it began with (or aborted)"
+                )
+            accepted = record.accepted
+            log.info("%s: resuming the interrupted commit of job %s", self.name, self.paths.job_id)
         with self.stats.track(JOB_STAGE_LOAD_MANIFESTS):
             self.context.active_stage = JOB_STAGE_LOAD_MANIFESTS
-            reports = self._load_reports(arguments.accepted_attempts)
+            reports = self._load_reports(accepted)
+        if record is None:
+            record = self._plan(arguments.algorithm, {report.task_id: report.task_attempt_id for report in reports})
+            write_commit_record(self, record)
         if arguments.algorithm == 1:
-            sources = [
-                MergeSource(status.path.rstrip("/").rsplit("/", 1)[-1], status.path)
-                for status in self.list_dir(layout.job_attempt_dir)
-                if status.is_dir and not status.path.rstrip("/").rsplit("/", 1)[-1].startswith("_")
-            ]
-            if arguments.accepted_attempts is not None:
-                sources = [source for source in sources if source.task_id in arguments.accepted_attempts]
-            JobMergePathsStage(self.context).apply(
-                MergePathsArguments(sorted(sources, key=lambda s: s.task_id), self.paths.dest)
-            )
+            sources = [MergeSource(task_id, layout.committed_task_dir(task_id)) for task_id in sorted(record.accepted)]
+            JobMergePathsStage(self.context).apply(MergePathsArguments(sources, self.paths.dest, finish_copies=True))
         for report in reports:
             self.stats.merge(report.iostatistics)
         files = [entry for report in reports for entry in report.files]
@@ -94,18 +112,55 @@ class FileOutputCommitJobStage(FileOutputStage[FileOutputCommitJobArguments, Fil
         success.filenames = sorted(entry.dest for entry in files)[:SUCCESS_FILENAME_LIMIT]
         success.iostatistics = self.stats.snapshot()
         if self.config.mark_successful_jobs:
-            self.context.active_stage = JOB_STAGE_SAVE_SUCCESS_MARKER
-            with self.stats.track(JOB_STAGE_SAVE_SUCCESS_MARKER):
-                self.save_file_atomically(
-                    success.to_json, layout.temp_success_path, layout.success_path, TASK_STAGE_SAVE_SUMMARY_FILE
-                )
-        cleanup = FileOutputCleanupStage(self.context).apply(
+            SaveSuccessStage(self.context).apply(  # the commit point
+                SaveSuccessArguments(success, layout.temp_success_path, layout.previous_success_path)
+            )
+        else:
+            # The commit point without _SUCCESS: abort keeps the output once this is in place.
+            self.write_bytes(layout.commit_finished_path, success.to_json())
+        cleanup = self._cleanup()
+        self.context.active_stage = self.name
+        return FileOutputCommitJobResult(success, len(reports), len(files), cleanup)
+
+    def _cleanup(self) -> FileOutputCleanupResult:
+        return FileOutputCleanupStage(self.context).apply(
             FileOutputCleanupArguments(
                 enabled=not self.config.cleanup_skipped, suppress_errors=self.config.cleanup_failures_ignored
             )
         )
-        self.context.active_stage = self.name
-        return FileOutputCommitJobResult(success, len(reports), len(files), cleanup)
+
+    def _plan(self, algorithm: Literal[1, 2], accepted: dict[str, str]) -> FileOutputCommitRecord:
+        """What this commit will publish: v1, every file of the accepted committed task directories, and the
+        destination directories the merge will create; v2, only the accepted set (its files are published)."""
+        if algorithm == 2:
+            return FileOutputCommitRecord(self.paths.job_id, accepted)
+        files: list[PlannedFile] = []
+        directories: set[str] = set()
+        for task_id in sorted(accepted):
+            stack = [(self.layout.committed_task_dir(task_id), "")]
+            while stack:
+                directory, relative = stack.pop()
+                try:
+                    children = self.list_dir(directory)
+                except FileNotFoundError:
+                    if relative:
+                        raise
+                    continue  # the task wrote nothing
+                if relative:
+                    directories.add(relative)
+                for child in children:
+                    name = child.path.rstrip("/").rsplit("/", 1)[-1]
+                    child_relative = posixpath.join(relative, name) if relative else name
+                    if child.is_dir and not child.is_link:
+                        stack.append((child.path, child_relative))
+                    else:
+                        files.append(PlannedFile(task_id, child_relative, child.size))
+                        parent = posixpath.dirname(child_relative)
+                        while parent:
+                            directories.add(parent)
+                            parent = posixpath.dirname(parent)
+        created = tuple(sorted(d for d in directories if self.info(posixpath.join(self.paths.dest, d)) is None))
+        return FileOutputCommitRecord(self.paths.job_id, accepted, tuple(files), created)
 
     def _load_reports(self, accepted: Mapping[str, str] | None) -> list[TaskManifest]:
         """The task reports, one per committed task (the last attempt's), checked against ``accepted``."""
@@ -149,19 +204,3 @@ class FileOutputCommitJobStage(FileOutputStage[FileOutputCommitJobArguments, Fil
                         raise OutputValidationError(
                             f"{entry.dest}: file of task {report.task_id} is missing or not of size {entry.size}"
                         )
-
-    def _already_finished(self) -> SuccessData | None:
-        """This job's ``_SUCCESS``, if the job was committed and its temporary state is gone."""
-        if self.info(self.layout.owner_path) is not None:
-            return None
-        if self.info(self.layout.success_path) is None:
-            return None
-        url = self.to_url(self.layout.success_path)
-        try:
-            success = SuccessData.from_json(self.read_bytes(self.layout.success_path), url)
-        except ManifestError:
-            return None
-        if success.success and success.job_id == self.paths.job_id:
-            log.info("%s: job %s was already committed; nothing to do", self.name, self.paths.job_id)
-            return success
-        return None

@@ -44,7 +44,8 @@ class FileOutputCommitTaskStage(FileOutputStage[FileOutputCommitTaskArguments, F
 
     Then the attempt directory is deleted and the task's report (a manifest-format document: files with their
     final destinations, and the task's statistics) saved under ``_tasks/``, for the job's ``_SUCCESS`` and for
-    ``accepted_attempts``. Precondition: this job holds the layout and the attempt directory exists.
+    ``accepted_attempts``. Precondition: this job holds the layout, its job commit has not begun, and the attempt
+    directory exists.
     """
 
     name = TASK_STAGE_COMMIT
@@ -53,6 +54,12 @@ class FileOutputCommitTaskStage(FileOutputStage[FileOutputCommitTaskArguments, F
         attempt = arguments.task_attempt_id
         self.check_job_holds_the_layout(f"commit task attempt {attempt}")
         layout = self.layout
+        if self.info(layout.commit_started_path) is not None:
+            # The job commit has fixed what it publishes (and v1 lists the committed task directories once).
+            raise JobStateError(
+                f"{self.to_url(layout.commit_started_path)}: the commit of job {self.paths.job_id} has begun; "
+                f"task attempt {attempt} can no longer commit"
+            )
         work = layout.task_attempt_dir(attempt)
         if self.info(work) is None:
             raise JobStateError(

@@ -34,6 +34,10 @@ class MergeSource:
 class MergePathsArguments:
     sources: Sequence[MergeSource]
     target: str
+    finish_copies: bool = False
+    """A journaled job commit (``stages/file_output_journal.py``): where a copy-then-delete rename of a crashed
+    run copied but did not delete, the target holds the source's bytes (equal checksums): finish it by deleting
+    the source, instead of calling the copy a conflict."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +76,7 @@ class MergePathsStage(Stage[MergePathsArguments, MergePathsResult]):
         result = MergePathsResult()
         for source in arguments.sources:
             if source.outputs is None:
-                self._merge_tree(source, arguments.target, result)
+                self._merge_tree(source, arguments.target, result, arguments.finish_copies)
             else:
                 self._merge_declared(source, arguments.target, result)
         log.info(
@@ -84,7 +88,9 @@ class MergePathsStage(Stage[MergePathsArguments, MergePathsResult]):
         )
         return result
 
-    def _merge_tree(self, source: MergeSource, target: str, result: MergePathsResult) -> None:
+    def _merge_tree(
+        self, source: MergeSource, target: str, result: MergePathsResult, finish_copies: bool = False
+    ) -> None:
         real_directories = self.capabilities.real_directories
         stack: list[tuple[str, str]] = [(source.directory, "")]
         while stack:
@@ -107,7 +113,7 @@ class MergePathsStage(Stage[MergePathsArguments, MergePathsResult]):
                 if child.is_dir:
                     stack.append((child.path, child_relative))
                 else:
-                    self._move(child.path, posixpath.join(target, child_relative), source.task_id)
+                    self._move(child.path, posixpath.join(target, child_relative), source.task_id, finish_copies)
                     result.moved.append(MovedFile(source.task_id, child_relative, child_relative, child.size))
 
     def _merge_declared(self, source: MergeSource, target: str, result: MergePathsResult) -> None:
@@ -153,12 +159,16 @@ class MergePathsStage(Stage[MergePathsArguments, MergePathsResult]):
         self.delete_file(path)
         self.mkdirs(path)
 
-    def _move(self, source: str, destination: str, task_id: str) -> None:
+    def _move(self, source: str, destination: str, task_id: str, finish_copies: bool = False) -> None:
         try:
             self.rename_file(source, destination)
             return
         except FileExistsError:
             found = self.info(destination)
+            if finish_copies and self._is_unfinished_copy(source, found):
+                log.info("Finishing the interrupted rename of %s (task %s)", self.to_url(destination), task_id)
+                self.delete_file(source)
+                return
             if not self.config.delete_target_files:
                 what = "a directory" if found is not None and found.is_dir else "a file"
                 raise OutputConflictError(
@@ -170,6 +180,14 @@ class MergePathsStage(Stage[MergePathsArguments, MergePathsResult]):
         else:
             self.delete_file(destination)
         self.rename_file(source, destination)
+
+    def _is_unfinished_copy(self, source: str, found: FileStatus | None) -> bool:
+        if self.capabilities.atomic_rename or found is None or found.is_dir:
+            return False
+        status = self.info(source)
+        return (
+            status is not None and not status.is_dir and status.size == found.size and self.same_content(status, found)
+        )
 
 
 class JobMergePathsStage(MergePathsStage):

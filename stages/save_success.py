@@ -15,6 +15,10 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class SaveSuccessArguments:
     success: SuccessData
+    temp: str | None = None
+    """Where to write it first; ``None``: the manifest layout's ``_SUCCESS.tmp``."""
+    aside: str | None = None
+    """Where to keep the replaced ``_SUCCESS``; ``None``: the manifest layout's ``previous-_SUCCESS``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +41,9 @@ class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
 
     def execute(self, arguments: SaveSuccessArguments) -> SaveSuccessResult:
         paths = self.paths
-        temp, final, aside = paths.temp_success_path, paths.success_path, paths.previous_success_path
+        temp = arguments.temp or paths.temp_success_path
+        aside = arguments.aside or paths.previous_success_path
+        final = paths.success_path
 
         def attempt() -> None:
             # Retried as a whole up to manifest.save.attempts times; each step is safe to repeat.

@@ -13,6 +13,7 @@ import pytest
 import manifest_committer as mc
 from manifest_committer.committer import CommitterBase
 from manifest_committer.file_output_committer import FileOutputCommitter
+from manifest_committer.stages.file_output_abort_job import FileOutputAbortJobResult
 from manifest_committer.statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_FILES_COMMITTED,
@@ -168,22 +169,121 @@ def test_v1_job_commit_rerun_after_a_crash_in_the_merge_finishes_it(destination:
     assert again.to_json() == success.to_json(), "a finished job's rerun returns its summary"
 
 
-def test_v1_abort_after_an_interrupted_job_commit_keeps_what_moved(destination: str) -> None:
-    """As in Hadoop: v1 abort deletes the temporary state only; the files an interrupted merge moved stay."""
+def interrupted_v1_commit(destination: str, job_id: str = "job-x") -> FileOutputCommitter:
+    """A v1 job of two tasks whose job commit failed after moving ``part-0.csv`` and before ``part-1.csv``."""
+    config = mc.CommitterConfig(io_threads=1, save_retry_interval=0, store_retry_interval=0)
+    capture = FaultCapture()
+    committer = mc.create_committer(destination, job_id, "v1", config=config, store_wrapper=capture)
+    assert isinstance(committer, FileOutputCommitter)
+    committer.setup_job()
+    run_task(committer, "task_00000", "attempt_00000_0", {"dt=1/part-0.csv": b"0"})
+    run_task(committer, "task_00001", "attempt_00001_0", {"dt=2/part-1.csv": b"1"})
+    capture.injecting.add_fault(Fault("rename_file", path_contains="part-1", error=lambda: PermissionError("injected")))
+    with pytest.raises(PermissionError):
+        committer.commit_job()
+    assert output(committer) == {"dt=1/part-0.csv": b"0"}, "the crash came part-way through the merge"
+    return committer
+
+
+def test_v1_abort_after_an_interrupted_job_commit_removes_what_moved(destination: str) -> None:
+    """Contract §4 for v1 (Hadoop's abort leaves what its merge moved): a fresh committer's abort removes the
+    files the interrupted merge had moved and the directories it made, and a second abort does nothing."""
+    committer = interrupted_v1_commit(destination)
+
+    result = mc.create_committer(destination, "job-x", "v1", config=FAST).abort_job()
+
+    assert tree(committer) == {}
+    assert isinstance(result, FileOutputAbortJobResult) and result.files_reverted == 1
+    mc.create_committer(destination, "job-x", "v1", config=FAST).abort_job()
+    assert tree(committer) == {}
+
+
+def test_v1_abort_never_takes_a_same_size_file_for_the_jobs(destination: str) -> None:
+    """A user's file of the same size at the destination of a file the merge had not moved yet stays; only the
+    job's record and the store's evidence (source gone, destination there) make a file the job's."""
+    committer = interrupted_v1_commit(destination)
+    committer.store.write_bytes(committer.paths.dest + "/dt=2/part-1.csv", b"U")  # same size, not the job's
+    committer.store.write_bytes(committer.paths.dest + "/dt=1/user.csv", b"u")
+
+    mc.create_committer(destination, "job-x", "v1", config=FAST).abort_job()
+
+    assert output(committer) == {"dt=2/part-1.csv": b"U", "dt=1/user.csv": b"u"}
+
+
+def test_v1_abort_puts_back_the_success_file_the_commit_replaced(destination: str) -> None:
+    """An interrupted commit that had moved the earlier ``_SUCCESS`` aside: abort puts it back."""
     config = mc.CommitterConfig(io_threads=1, save_retry_interval=0, store_retry_interval=0)
     capture = FaultCapture()
     committer = mc.create_committer(destination, "job-x", "v1", config=config, store_wrapper=capture)
     committer.setup_job()
-    run_task(committer, "task_00000", "attempt_00000_0", {"part-0.csv": b"0"})
-    run_task(committer, "task_00001", "attempt_00001_0", {"part-1.csv": b"1"})
-    capture.injecting.add_fault(Fault("rename_file", path_contains="part-1", error=lambda: PermissionError("injected")))
+    committer.store.write_bytes(committer.paths.dest + "/_SUCCESS", b"earlier")
+    run_task(committer, "task_00000", "attempt_00000_0", {"a.csv": b"a"})
+    capture.injecting.add_fault(
+        Fault("rename_file", path_contains="_SUCCESS.tmp", error=lambda: PermissionError("injected"))
+    )
     with pytest.raises(PermissionError):
         committer.commit_job()
+    assert "_SUCCESS" not in tree(committer)
 
-    committer.abort_job()
+    mc.create_committer(destination, "job-x", "v1", config=FAST).abort_job()
 
-    assert output(committer) == {"part-0.csv": b"0"}
+    assert tree(committer) == {"_SUCCESS": b"earlier"}
+
+
+@pytest.mark.parametrize("mark_success", [True, False])
+def test_v1_abort_after_the_commit_point_keeps_the_output(destination: str, mark_success: bool) -> None:
+    """The commit point is ``_SUCCESS``, or the job's finished record without it: after it, abort keeps the
+    output, and a rerun of the commit returns the summary."""
+    config = mc.CommitterConfig(
+        io_threads=1, save_retry_interval=0, store_retry_interval=0, mark_successful_jobs=mark_success
+    )
+    capture = FaultCapture()
+    committer = mc.create_committer(destination, "job-x", "v1", config=config, store_wrapper=capture)
+    committer.setup_job()
+    run_task(committer, "task_00000", "attempt_00000_0", {"a.csv": b"a"})
+    capture.injecting.add_fault(Fault("delete_dir", path_contains="task_00000", error=lambda: OSError("injected")))
+    with pytest.raises(OSError, match="injected"):
+        committer.commit_job()  # the cleanup failed, after the commit point
+
+    again = mc.create_committer(destination, "job-x", "v1", config=config).commit_job()
+    assert again.job_id == "job-x" and again.success
+    mc.create_committer(destination, "job-x", "v1", config=config).abort_job()
+
+    assert output(committer) == {"a.csv": b"a"}
     assert "_temporary" not in tree(committer)
+
+
+def test_v1_rerun_commits_what_the_first_run_accepted(destination: str) -> None:
+    committer = interrupted_v1_commit(destination)
+    rerun = mc.create_committer(destination, "job-x", "v1", config=FAST)
+
+    with pytest.raises(mc.JobStateError, match="already began committing"):
+        rerun.commit_job({"task_00000": "attempt_00000_0"})
+    success = rerun.commit_job()
+
+    assert output(committer) == {"dt=1/part-0.csv": b"0", "dt=2/part-1.csv": b"1"}
+    assert success.iostatistics.counters[COMMITTER_FILES_COMMITTED] == 2
+
+
+@BOTH
+def test_no_task_commits_once_the_job_commit_began(destination: str, protocol: str) -> None:
+    """The job commit's record fixes what it publishes: a late task attempt's commit is refused."""
+    committer = new_job(destination, protocol)
+    late = run_task(committer, "task_00001", "attempt_00001_0", {"late.csv": b"late"}, commit=False)
+    committer.store.write_bytes(committer.layout.commit_started_path, b"{}")
+
+    with pytest.raises(mc.JobStateError, match="has begun; task attempt attempt_00001_0 can no longer commit"):
+        committer.commit_task(late)
+
+
+def test_a_damaged_commit_record_stops_abort_before_it_touches_the_destination(destination: str) -> None:
+    committer = interrupted_v1_commit(destination)
+    committer.store.write_bytes(committer.layout.commit_started_path, b'{"type": "something else"}')
+
+    with pytest.raises(mc.ManifestError, match=r"_COMMIT_STARTED\.json"):
+        mc.create_committer(destination, "job-x", "v1", config=FAST).abort_job()
+
+    assert output(committer) == {"dt=1/part-0.csv": b"0"}
 
 
 @BOTH

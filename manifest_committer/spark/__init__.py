@@ -26,16 +26,25 @@ option, and ``write()`` offers every mode (``errorifexists`` is its default, as 
 
 from __future__ import annotations
 
+import logging
+import posixpath
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..committer import SUMMARY_FILENAME_FORMAT
+from ..config import MANIFEST_PREFIX
+from ..errors import CommitterError, ManifestError
 from ..store import open_store
+from ..success_data import SuccessData
 from ..writing.job import DestinationExistsError
 from ..writing.modes import PartitionOverwriteMode, SaveMode, destination_has_data
 from .datasource import (
     JOB_ID_SOURCE,
+    OPTION_JOB_ID,
     PARTITION_OVERWRITE_MODE_KEY,
     SHORT_NAME,
     ManifestCommitMessage,
@@ -44,6 +53,7 @@ from .datasource import (
     WriteSettings,
     check_columns,
     committer_conf,
+    new_job_id,
 )
 
 if TYPE_CHECKING:
@@ -62,6 +72,11 @@ __all__ = [
     "register",
     "write",
 ]
+
+
+log = logging.getLogger(__name__)
+
+SUMMARY_REPORT_DIRECTORY_KEY = MANIFEST_PREFIX + "summary.report.directory"
 
 
 def _session_conf(spark: SparkSession) -> dict[str, str]:
@@ -102,6 +117,47 @@ def _writer_options(
     return writer_options
 
 
+def _read_summary(url: str, storage: Mapping[str, Any], job_id: str) -> SuccessData | None:
+    """The successful summary of job ``job_id`` in the file ``url``, or ``None`` if it is not there."""
+    try:
+        store, path = open_store(url, dict(storage))
+    except CommitterError as error:
+        log.warning("Cannot open %s to read the summary of job %s: %s", url, job_id, error)
+        return None
+    try:
+        data = store.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    finally:
+        store.close()
+    try:
+        summary = SuccessData.from_json(data, url)
+    except ManifestError as error:
+        log.warning("Not the summary of job %s: %s", job_id, error)
+        return None
+    return summary if summary.success and summary.job_id == job_id else None
+
+
+def _job_summary(
+    url: str, storage: Mapping[str, Any], job_id: str, report_directory: str, report_storage: Mapping[str, Any]
+) -> SuccessData:
+    """The committed job's ``SuccessData``, read back through the store: its job commit ran in a worker process
+    that Spark started, which hands nothing back to this one.
+
+    First the summary report ``summary-<jobId>.json`` (written by the job commit itself, so no other job can have
+    replaced it), then ``_SUCCESS`` (if it is still this job's). ``CommitterError`` naming both if neither is.
+    """
+    report = posixpath.join(report_directory.rstrip("/"), SUMMARY_FILENAME_FORMAT.format(job_id=job_id))
+    success = posixpath.join(url.rstrip("/"), "_SUCCESS")
+    summary = _read_summary(report, report_storage, job_id) or _read_summary(success, storage, job_id)
+    if summary is None:
+        raise CommitterError(
+            f"{url}: job {job_id} committed, but neither {report} nor {success} holds its summary "
+            "(another job replaced _SUCCESS, and the summary report could not be written)"
+        )
+    return summary
+
+
 def write(
     df: DataFrame,
     url: str,
@@ -112,8 +168,9 @@ def write(
     storage_options: Mapping[str, Any] | None = None,
     options: Mapping[str, str] | None = None,
     protocol: str = "auto",
-) -> None:
-    """Write ``df`` to ``url`` through the manifest committer in any save mode; returns once the job committed.
+) -> SuccessData | None:
+    """Write ``df`` to ``url`` through the manifest committer in any save mode; returns the job's ``SuccessData``
+    once the job committed (``None`` when mode ``ignore`` skipped the write).
 
     ``mode``: ``errorifexists`` (fails if ``url`` holds data), ``ignore`` (does nothing then), ``append``,
     ``overwrite`` (old files go only after the new job committed; with
@@ -122,6 +179,10 @@ def write(
     JSON-serialisable. ``options``: writer options such as ``maxRecordsPerFile``, ``maxOpenFiles``,
     ``compression``, ``header`` and committer keys (``mapreduce.manifest.committer.*``). ``protocol``: the commit
     protocol (``manifest_committer.create_committer``; the data source option ``protocol`` too).
+
+    The summary comes back through the store (the job commit runs in a worker Spark starts): from the committer
+    key ``summary.report.directory`` if set, else from a temporary directory of this process that the write is
+    given as that key (the driver's workers run on this host), else from ``_SUCCESS`` if it is this job's.
     """
     save_mode = SaveMode.parse(mode)
     spark = df.sparkSession
@@ -141,8 +202,21 @@ def write(
         store.close()
     if holds_data:
         if save_mode is SaveMode.IGNORE:
-            return
+            return None
         raise DestinationExistsError(f"{url}: the destination already holds data (save mode errorifexists)")
     register(spark)
     spark_mode = "overwrite" if save_mode is SaveMode.OVERWRITE else "append"
-    df.write.format(SHORT_NAME).options(**writer_options).mode(spark_mode).save(url)
+    job_id = new_job_id()
+    writer_options[OPTION_JOB_ID] = job_id
+    report_directory = settings.config.summary_report_directory
+    private = None
+    if report_directory is None:
+        private = tempfile.mkdtemp(prefix="manifest-committer-summary-")
+        report_directory = private
+        writer_options[SUMMARY_REPORT_DIRECTORY_KEY] = private
+    try:
+        df.write.format(SHORT_NAME).options(**writer_options).mode(spark_mode).save(url)
+        return _job_summary(url, storage, job_id, report_directory, storage if private is None else {})
+    finally:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)

@@ -34,6 +34,12 @@ loads exactly the manifests named in the accepted commit messages (``commit_job(
 fails before touching the destination when one of them is missing or of another attempt. Manifests of
 losers, denied or killed attempts stay in ``_temporary`` and are deleted with it; their files never reach the
 destination.
+
+Where the task commit itself publishes (``v2``: ``CommitterBase.task_commit_publishes``), running it inside
+``write`` would let a speculative duplicate publish too, before the coordinator decides. There ``write`` does
+everything but the task commit: it writes the attempt's files and names them in its message, and the driver's
+``commit`` runs the task commits of exactly the accepted attempts, then the job commit. Losers' attempt
+directories go with the job's cleanup. So under every protocol exactly one attempt's rows are left.
 """
 
 from __future__ import annotations
@@ -84,6 +90,8 @@ OPTION_COMPRESSION = "compression"
 OPTION_HEADER = "header"
 OPTION_MAX_OPEN_FILES = "maxopenfiles"
 OPTION_PROTOCOL = "protocol"
+OPTION_JOB_ID = "jobid"
+"""The job id (``write()`` sets it, to find the job's summary afterwards); a fresh ``spark-<uuid>`` if absent."""
 DEFAULT_MAX_OPEN_FILES = 64
 """Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``)."""
 _PLAIN_OPTIONS = frozenset(
@@ -98,6 +106,7 @@ _PLAIN_OPTIONS = frozenset(
         OPTION_HEADER,
         OPTION_MAX_OPEN_FILES,
         OPTION_PROTOCOL,
+        OPTION_JOB_ID,
     }
 )
 
@@ -184,7 +193,7 @@ class WriteSettings:
         return cls(
             protocol=protocol,
             destination=destination,
-            job_id=f"spark-{uuid.uuid4()}",
+            job_id=merged.get(OPTION_JOB_ID, "").strip() or new_job_id(),
             output_format=output_format(merged.get(OPTION_FORMAT, "parquet"), merged),
             partition_by=partition_by,
             max_records_per_file=max(max_records, 0),
@@ -217,6 +226,11 @@ class WriteSettings:
             job_id_source=JOB_ID_SOURCE,
             **kwargs,
         )
+
+
+def new_job_id() -> str:
+    """A job id unique to one write, as Spark's ``spark.sql.sources.writeJobUUID``."""
+    return f"spark-{uuid.uuid4()}"
 
 
 def check_columns(settings: WriteSettings, columns: Sequence[str]) -> None:
@@ -252,6 +266,10 @@ class ManifestCommitMessage(WriterCommitMessage):
     """Destination-relative paths of the attempt's files."""
     partitions: tuple[str, ...]
     """Destination-relative partition directories the attempt wrote into."""
+    task_committed: bool = True
+    """False where the protocol's task commit publishes (v2): the driver commits the task, if Spark accepts it."""
+    outputs: tuple[tuple[str, str], ...] = ()
+    """Where ``task_committed`` is false: (file name in the attempt directory, destination-relative path)."""
 
 
 # --- the task side ------------------------------------------------------------------------------------------------
@@ -300,7 +318,9 @@ class ManifestWriter(DataSourceArrowWriter):
                         f"{committer.destination_url}: job {self.settings.job_id} ended "
                         f"before task attempt {attempt_id} could commit"
                     )
-                committer.commit_task(task, output.outputs)
+                task_committed = not committer.task_commit_publishes
+                if task_committed:
+                    committer.commit_task(task, output.outputs)
             except BaseException:
                 with contextlib.suppress(Exception):
                     committer.abort_task(task)
@@ -317,6 +337,8 @@ class ManifestWriter(DataSourceArrowWriter):
             rows=output.rows,
             files=tuple(output.files),
             partitions=tuple(sorted(output.partitions)),
+            task_committed=task_committed,
+            outputs=() if task_committed else tuple(output.outputs.items()),
         )
 
     def accepted_messages(self, messages: Sequence[WriterCommitMessage | None]) -> list[ManifestCommitMessage]:
@@ -359,6 +381,11 @@ class ManifestWriter(DataSourceArrowWriter):
             # Under v2 the accepted attempts' files are in the destination already: they are new, not old.
             new = {posixpath.join(committer.paths.dest, f) for message in accepted for f in message.files}
             old = OldOutput(tuple(f for f in old.files if f not in new), old.directories)
+        for message in accepted:
+            if not message.task_committed:
+                # A publishing task commit (v2), deferred to here so that only the accepted attempt publishes.
+                task = committer.task_attempt(message.task_id, message.task_attempt_id)
+                committer.commit_task(task, dict(message.outputs))
         # Only the attempts whose messages Spark's commit coordinator let through; manifests of losers, denied
         # or killed attempts stay in _temporary and go with it.
         accepted_attempts = {message.task_id: message.task_attempt_id for message in accepted}

@@ -68,7 +68,8 @@ def main(master_url: str, arguments: dict[str, Any]) -> None:
     try:
         udf = pace(arguments["markers"], arguments["slow_partitions"], arguments["sleep_seconds"])
         frame = session.createDataFrame(rows(), SCHEMA).repartition(PARTITIONS).withColumn("id", udf("id"))
-        mcs.write(frame, arguments["out"], partition_by=["country"], mode="append")
+        protocol = arguments.get("protocol", "auto")
+        mcs.write(frame, arguments["out"], partition_by=["country"], mode="append", protocol=protocol)
         timings["write"] = time.monotonic() - started
         read = session.read.schema(SCHEMA).format("parquet").load(arguments["out"])
         rows_read = [list(row) for row in read.select("id", "name", "country").collect()]

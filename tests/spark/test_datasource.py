@@ -72,6 +72,56 @@ def test_only_accepted_attempts_reach_the_destination(tmp_path: Path) -> None:
     assert not (out / "_temporary" / writer.settings.job_id).exists()
 
 
+def run_deferred_attempt(
+    writer: ManifestWriter, partition: int, spark_attempt: int, files: dict[str, bytes]
+) -> ManifestCommitMessage:
+    """What an executor does where the task commit publishes (v2): write, and leave the commit to the driver."""
+    committer = writer.settings.committer()
+    assert committer.task_commit_publishes
+    task_id, attempt_id = task_ids(partition, spark_attempt)
+    task = committer.setup_task(task_id, attempt_id)
+    for index, data in enumerate(files.values()):
+        with task.fs.open(f"{task.work_path}/f{index}", "wb") as handle:
+            handle.write(data)
+    return ManifestCommitMessage(
+        job_id=writer.settings.job_id,
+        partition_id=partition,
+        attempt_number=0,
+        spark_task_attempt_id=spark_attempt,
+        task_id=task_id,
+        task_attempt_id=attempt_id,
+        rows=len(files),
+        files=tuple(files),
+        partitions=(),
+        task_committed=False,
+        outputs=tuple((f"f{index}", relative) for index, relative in enumerate(files)),
+    )
+
+
+def test_v2_driver_commits_only_the_accepted_attempts_tasks(tmp_path: Path) -> None:
+    """Under v2 the task commit publishes, so the driver runs it for the accepted attempts only: a speculative
+    duplicate that finished ``write`` leaves nothing in the destination, and its attempt directory goes with the
+    job's cleanup."""
+    out = tmp_path / "out"
+    writer = make_writer(out, protocol="v2")
+    run_deferred_attempt(writer, 0, 10, {"dt=1/part-0-a10.csv": b"loser"})
+    winner = run_deferred_attempt(writer, 0, 11, {"dt=1/part-0-a11.csv": b"winner"})
+    other = run_deferred_attempt(writer, 1, 12, {"part-1-a12.csv": b"one"})
+
+    assert data_files(out) == {}, "nothing visible before the driver's commit"
+    writer.commit([winner, other])
+
+    assert data_files(out) == {"dt=1/part-0-a11.csv": b"winner", "part-1-a12.csv": b"one"}
+    assert not (out / "_temporary").exists()
+    assert mc.SuccessData.load(str(out / "_SUCCESS")).committer == "v2"
+
+
+def test_a_job_id_option_names_the_job(tmp_path: Path) -> None:
+    settings = WriteSettings.from_options({"path": str(tmp_path), "jobId": "spark-given"}, overwrite=False)
+    assert settings.job_id == "spark-given"
+    assert WriteSettings.from_options({"path": str(tmp_path)}, overwrite=False).job_id.startswith("spark-")
+
+
 def test_missing_accepted_manifest_fails_and_abort_restores(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

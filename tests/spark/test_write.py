@@ -232,16 +232,22 @@ class CommitsThenDiesSource(ManifestDataSource):
         return CommitsThenDiesWriter(super().writer(schema, overwrite).settings)
 
 
-def test_manifests_of_unaccepted_attempts_never_reach_the_destination(spark: SparkSession, tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+def test_manifests_of_unaccepted_attempts_never_reach_the_destination(
+    spark: SparkSession, tmp_path: Path, protocol: str
+) -> None:
+    """First attempts finish ``write`` and die: Spark never accepts them. Under v2, whose task commit publishes,
+    ``write`` leaves the task commit to the driver, so their rows never appear either."""
     out = tmp_path / "out"
     spark.dataSource.register(CommitsThenDiesSource)
-    frame(spark).write.format("manifest_commits_then_dies").mode("append").save(str(out))
+    frame(spark).write.format("manifest_commits_then_dies").option("protocol", protocol).mode("append").save(str(out))
     assert read_back(spark, out) == sorted(ROWS)
     files = data_files(out)
     assert len(files) == 3
     # Every file is of a second attempt: first attempts committed their tasks, but were never accepted.
     success = mc.SuccessData.load(str(out / "_SUCCESS"))
     assert len(success.filenames) == 3
+    assert_no_job_state(out)
 
 
 def always_fail(value: int) -> int:
@@ -319,9 +325,13 @@ def test_timestamp_and_date_partitions_match_spark_in_the_session_time_zone(
 
 @pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
 def test_every_protocol_writes_appends_and_overwrites(spark: SparkSession, tmp_path: Path, protocol: str) -> None:
-    """The helper's ``protocol=`` and the data source option ``protocol``; ``_SUCCESS`` names the protocol."""
+    """The helper's ``protocol=`` and the data source option ``protocol``; ``_SUCCESS`` names the protocol, and
+    the helper returns the job's summary."""
     out = tmp_path / "out"
-    mcs.write(frame(spark, ROWS[:20]), str(out), partition_by=["country"], mode="append", protocol=protocol)
+    summary = mcs.write(frame(spark, ROWS[:20]), str(out), partition_by=["country"], mode="append", protocol=protocol)
+    assert summary is not None and summary.success
+    assert summary.job_id == mc.SuccessData.load(str(out / "_SUCCESS")).job_id
+    assert len(summary.filenames) == len(data_files(out))
     mcs.register(spark)
     frame(spark, ROWS[20:]).write.format("manifest").option("protocol", protocol).option("partitionBy", "country").mode(
         "append"
@@ -341,3 +351,22 @@ def test_every_protocol_writes_appends_and_overwrites(spark: SparkSession, tmp_p
 def test_an_unknown_protocol_is_refused_before_spark_runs(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(mc.CommitterError, match="unknown commit protocol 'v9'"):
         mcs.write(frame(spark), str(tmp_path / "out"), protocol="v9")
+
+
+@pytest.mark.parametrize("protocol", ["manifest", "v2"])
+def test_write_returns_the_jobs_summary_without_success_file(
+    spark: SparkSession, tmp_path: Path, protocol: str
+) -> None:
+    """With ``marksuccessfuljobs=false`` there is no ``_SUCCESS`` to read: the summary still comes back, from
+    the job's summary report, and it is this job's (not the earlier one's)."""
+    out = tmp_path / "out"
+    first = mcs.write(frame(spark, ROWS[:20]), str(out), mode="append", protocol=protocol)
+    options = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false"}
+    second = mcs.write(frame(spark, ROWS[20:]), str(out), mode="append", protocol=protocol, options=options)
+
+    assert first is not None and second is not None
+    assert second.success and second.job_id != first.job_id
+    assert second.iostatistics.counters["committer_files_committed"] == 3
+    assert mc.SuccessData.load(str(out / "_SUCCESS")).job_id == first.job_id, "the earlier job's, left in place"
+    assert read_back(spark, out) == sorted(ROWS)
+    assert mcs.write(frame(spark, ROWS[:1]), str(out), mode="ignore", protocol=protocol) is None
