@@ -31,6 +31,7 @@ from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
 from .markers import Heartbeat, MarkerClient, MarkerPaths, MarkerServer
 from .paths import check_id
+from .readers import committed_files
 from .stages.transactional_abort_job import (
     TransactionalAbortJobArguments,
     TransactionalAbortJobResult,
@@ -165,8 +166,14 @@ class TransactionalCommitter(CommitterBase):
     ) -> tuple[SuccessData, int]:
         """Commit with ``replaced`` listed as ``removed`` in ``_committed_<tid>``: readers stop seeing them at the
         commit point, and ``vacuum`` deletes them once older than its retention. Nothing is deleted now."""
-        result = self._commit(TransactionalCommitJobArguments(self.committer_name, accepted_attempts, tuple(replaced)))
-        return result.success, len(replaced)
+        committed = set()
+        if replaced:
+            # Only what readers see now: not the records, nor uncommitted or already removed files.
+            urls = committed_files(self.destination_url, self.storage_options)
+            committed = {self._store.from_url(url) for url in urls}
+        removed = tuple(path for path in replaced if path in committed)
+        result = self._commit(TransactionalCommitJobArguments(self.committer_name, accepted_attempts, removed))
+        return result.success, result.removed
 
     def _commit(self, arguments: TransactionalCommitJobArguments) -> TransactionalCommitJobResult:
         start = time.perf_counter()

@@ -62,6 +62,8 @@ class TransactionalCommitJobResult:
     files_committed: int
     stragglers_deleted: int
     already_committed: bool = False
+    removed: int = 0
+    """Files listed as ``removed`` (replaced by this job)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         success = self._summary(sorted(added))
         self._publish(success)
         self._cleanup(arguments)
-        return TransactionalCommitJobResult(success, len(loaded), len(added), stragglers)
+        return TransactionalCommitJobResult(success, len(loaded), len(added), stragglers, removed=len(removed))
 
     # --- steps ----------------------------------------------------------------------------------------------------
 

@@ -26,10 +26,12 @@ option, and ``write()`` offers every mode (``errorifexists`` is its default, as 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 import shutil
 import tempfile
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,7 @@ import orjson
 from ..committer import SUMMARY_FILENAME_FORMAT
 from ..config import MANIFEST_PREFIX
 from ..errors import CommitterError, ManifestError
+from ..readers import committed_files
 from ..store import open_store
 from ..success_data import SuccessData
 from ..writing.job import DestinationExistsError
@@ -45,6 +48,7 @@ from ..writing.modes import PartitionOverwriteMode, SaveMode, destination_has_da
 from .datasource import (
     JOB_ID_SOURCE,
     OPTION_JOB_ID,
+    OPTION_JOB_SET_UP,
     PARTITION_OVERWRITE_MODE_KEY,
     SHORT_NAME,
     ManifestCommitMessage,
@@ -69,6 +73,7 @@ __all__ = [
     "PartitionOverwriteMode",
     "SaveMode",
     "WriteSettings",
+    "read",
     "register",
     "write",
 ]
@@ -81,6 +86,34 @@ SUMMARY_REPORT_DIRECTORY_KEY = MANIFEST_PREFIX + "summary.report.directory"
 
 def _session_conf(spark: SparkSession) -> dict[str, str]:
     return committer_conf({str(key): str(value) for key, value in spark.conf.getAll.items()})
+
+
+def read(
+    spark: SparkSession,
+    url: str,
+    *,
+    format: str = "parquet",
+    storage_options: Mapping[str, Any] | None = None,
+    options: Mapping[str, str] | None = None,
+    schema: Any = None,
+) -> DataFrame:
+    """Read what a reader may read of ``url``: its committed files (``mc.committed_files``), partition columns from
+    the directory names. Spark's own reader lists every file; under the transactional protocol that includes
+    uncommitted attempts' files and files a later overwrite removed, which this leaves out.
+    ``options`` go to Spark's reader; ``schema`` (a ``StructType`` or DDL string) is needed to read an empty table.
+    """
+    # Hadoop's Path takes a string literally (no percent-decoding): the decoded URLs name the files.
+    files = [urllib.parse.unquote(file_url) for file_url in committed_files(url, dict(storage_options or {}))]
+    reader = spark.read.format(format).option("basePath", url)
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    if schema is not None:
+        reader = reader.schema(schema)
+    if not files:
+        if schema is None:
+            raise CommitterError(f"{url}: no committed data file to read; give a schema to read an empty table")
+        return spark.createDataFrame([], schema)
+    return reader.load(files)
 
 
 def register(spark: SparkSession) -> None:
@@ -215,7 +248,26 @@ def write(
         report_directory = private
         writer_options[SUMMARY_REPORT_DIRECTORY_KEY] = private
     try:
-        df.write.format(SHORT_NAME).options(**writer_options).mode(spark_mode).save(url)
+        # The job is set up here, in the caller's process, which hosts its driver side until the write returns
+        # (the transactional protocol's marker server: a worker Spark starts for the data source would exit with
+        # it). The data source is told not to set the job up again.
+        driver = WriteSettings.from_options(
+            {**writer_options, "path": url},
+            overwrite=save_mode is SaveMode.OVERWRITE,
+            session_conf=_session_conf(spark),
+        )
+        with driver.committer() as committer:
+            committer.setup_job()
+            try:
+                df.write.format(SHORT_NAME).options(**writer_options, **{OPTION_JOB_SET_UP: "true"}).mode(
+                    spark_mode
+                ).save(url)
+            except BaseException:
+                # Spark aborts the job it ran; one that failed before Spark reached the source is aborted here
+                # (a second abort does nothing, and after the commit point an abort keeps the output).
+                with contextlib.suppress(Exception):
+                    committer.abort_job()
+                raise
         return _job_summary(url, storage, job_id, report_directory, storage if private is None else {})
     finally:
         if private is not None:

@@ -45,6 +45,7 @@ directories go with the job's cleanup. So under every protocol exactly one attem
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import posixpath
 import uuid
@@ -91,6 +92,8 @@ OPTION_HEADER = "header"
 OPTION_MAX_OPEN_FILES = "maxopenfiles"
 OPTION_PROTOCOL = "protocol"
 OPTION_JOB_ID = "jobid"
+OPTION_JOB_SET_UP = "jobsetup"
+"""``true``: the caller set the job (``jobid``) up and hosts its driver side; ``writer()`` must not set it up."""
 """The job id (``write()`` sets it, to find the job's summary afterwards); a fresh ``spark-<uuid>`` if absent."""
 DEFAULT_MAX_OPEN_FILES = 64
 """Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``)."""
@@ -107,6 +110,7 @@ _PLAIN_OPTIONS = frozenset(
         OPTION_MAX_OPEN_FILES,
         OPTION_PROTOCOL,
         OPTION_JOB_ID,
+        OPTION_JOB_SET_UP,
     }
 )
 
@@ -301,9 +305,13 @@ class ManifestWriter(DataSourceArrowWriter):
         partition_id = context.partitionId()
         spark_attempt = context.taskAttemptId()
         task_id, attempt_id = task_ids(partition_id, spark_attempt)
-        with self.settings.committer() as committer:  # closes the committer's own client when the task ends
+        # The committer's own client closes when the task ends; keep_alive beats the job's heartbeat meanwhile
+        # where no driver process hosts it (the transactional protocol set up by this data source).
+        with self.settings.committer() as committer, committer.keep_alive(attempt_id):
             task = committer.setup_task(task_id, attempt_id)
-            output = _TaskOutput(task, self.settings, partition_id, spark_attempt)
+            output = _TaskOutput(
+                task, self.settings, partition_id, spark_attempt, in_place=committer.task_writes_in_place
+            )
             try:
                 try:
                     for batch in iterator:
@@ -419,6 +427,21 @@ class ManifestDataSource(DataSource):
         """On the driver: parse the options, check the partition columns and set up the job."""
         settings = WriteSettings.from_options(self.options, overwrite=overwrite, session_conf=self.session_conf)
         check_columns(settings, schema.fieldNames())
+        if self.options.get(OPTION_JOB_SET_UP, "").strip().lower() == "true":
+            # manifest_committer.spark.write set the job up in the caller's process, which hosts the driver's
+            # side of it (the transactional protocol's marker server) until the write returns.
+            return ManifestWriter(settings)
+        if settings.protocol == "transactional" and settings.config.markers_type != "direct":
+            # This worker exits once writer() returns, and a marker server here would die with it: tasks would
+            # find it gone and the job would look dead to rollback. Direct markers need no server, and the
+            # running tasks beat the job's heartbeat (keep_alive).
+            log.info(
+                "Job %s: direct write markers (format('%s') has no driver process to host a marker server; "
+                "manifest_committer.spark.write has)",
+                settings.job_id,
+                SHORT_NAME,
+            )
+            settings = dataclasses.replace(settings, config=dataclasses.replace(settings.config, markers_type="direct"))
         with settings.committer() as committer:
             committer.setup_job()
         log.info("Set up job %s writing %s into %s", settings.job_id, settings.output_format.name, settings.destination)

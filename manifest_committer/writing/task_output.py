@@ -18,10 +18,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-IN_PLACE_PROTOCOLS = frozenset({"transactional", "upload"})
-"""Protocols whose tasks write straight to the final place (``CommitterBase.task_writes_in_place``), for a
-``TaskOutput`` not told by its caller; a caller holding the committer passes ``in_place=`` from it instead."""
-
 
 class OutputSettings(Protocol):
     """What a task needs to know about its write (Spark's ``WriteSettings`` and ``writing.WriteJob`` offer it)."""
@@ -73,11 +69,12 @@ class TaskOutput:
         partition_id: int,
         spark_task_attempt_id: int,
         *,
-        in_place: bool | None = None,
+        in_place: bool,
     ) -> None:
         self.task = task
         self.settings = settings
-        self.in_place = settings.protocol in IN_PLACE_PROTOCOLS if in_place is None else in_place
+        self.in_place = in_place
+        """The committer's ``task_writes_in_place``: files open at their destination-relative paths."""
         self.prefix = f"part-{partition_id:05d}-{settings.job_id.removeprefix('spark-')}-a{spark_task_attempt_id}"
         self.outputs: dict[str, str] = {}
         """File path relative to the attempt directory -> destination-relative path, in the order opened."""

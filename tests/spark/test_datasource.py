@@ -277,7 +277,7 @@ def test_a_task_keeps_at_most_max_open_files_open(tmp_path: Path) -> None:
     writer = make_writer(tmp_path / "out", partitionBy="p", maxOpenFiles="1")
     committer = writer.settings.committer()
     task = committer.setup_task(*task_ids(0, 0))
-    output = _TaskOutput(task, writer.settings, 0, 0)
+    output = _TaskOutput(task, writer.settings, 0, 0, in_place=False)
     batches = [pa.record_batch({"id": [0, 1, 2, 3], "p": ["a", "b", "c", "a"]}), pa.record_batch(
         {"id": [4, 5, 6], "p": ["c", "b", "a"]})]  # fmt: skip
     for batch in batches:

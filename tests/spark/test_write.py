@@ -41,6 +41,16 @@ def read_back(spark: SparkSession, path: Path, fmt: str = "parquet") -> list[tup
     return sorted((tuple(row) for row in frame.select("id", "name", "country").collect()), key=lambda r: r[0])
 
 
+def committed(root: Path) -> set[str]:
+    """The files a reader may read (under the transactional protocol, what the commit records say)."""
+    return set(mc.committed_files(str(root)))
+
+
+def committed_rows(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
+    frame = mcs.read(spark, str(path), schema=SCHEMA)
+    return sorted((tuple(row) for row in frame.select("id", "name", "country").collect()), key=lambda r: r[0])
+
+
 def data_files(root: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(root)): p.read_bytes()
@@ -232,16 +242,17 @@ class CommitsThenDiesSource(ManifestDataSource):
         return CommitsThenDiesWriter(super().writer(schema, overwrite).settings)
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2", "transactional"])
 def test_manifests_of_unaccepted_attempts_never_reach_the_destination(
     spark: SparkSession, tmp_path: Path, protocol: str
 ) -> None:
     """First attempts finish ``write`` and die: Spark never accepts them. Under v2, whose task commit publishes,
-    ``write`` leaves the task commit to the driver, so their rows never appear either."""
+    ``write`` leaves the task commit to the driver, so their rows never appear either. Under the transactional
+    protocol their files are in the destination already: the job commit deletes them, found through markers."""
     out = tmp_path / "out"
     spark.dataSource.register(CommitsThenDiesSource)
     frame(spark).write.format("manifest_commits_then_dies").option("protocol", protocol).mode("append").save(str(out))
-    assert read_back(spark, out) == sorted(ROWS)
+    assert committed_rows(spark, out) == sorted(ROWS)
     files = data_files(out)
     assert len(files) == 3
     # Every file is of a second attempt: first attempts committed their tasks, but were never accepted.
@@ -323,26 +334,29 @@ def test_timestamp_and_date_partitions_match_spark_in_the_session_time_zone(
         spark.conf.set("spark.sql.session.timeZone", previous or "UTC")
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2", "transactional"])
 def test_every_protocol_writes_appends_and_overwrites(spark: SparkSession, tmp_path: Path, protocol: str) -> None:
     """The helper's ``protocol=`` and the data source option ``protocol``; ``_SUCCESS`` names the protocol, and
-    the helper returns the job's summary."""
+    the helper returns the job's summary. Read back as readers of the protocol read (``mcs.read``: the committed
+    files; Spark's own reader would also list what a transactional overwrite removed)."""
     out = tmp_path / "out"
     summary = mcs.write(frame(spark, ROWS[:20]), str(out), partition_by=["country"], mode="append", protocol=protocol)
     assert summary is not None and summary.success
     assert summary.job_id == mc.SuccessData.load(str(out / "_SUCCESS")).job_id
-    assert len(summary.filenames) == len(data_files(out))
+    assert len(summary.filenames) == len(committed(out))
     mcs.register(spark)
     frame(spark, ROWS[20:]).write.format("manifest").option("protocol", protocol).option("partitionBy", "country").mode(
         "append"
     ).save(str(out))
-    assert read_back(spark, out) == sorted(ROWS)
-    old = set(data_files(out))
+    assert committed_rows(spark, out) == sorted(ROWS)
+    old = committed(out)
 
     mcs.write(frame(spark, ROWS[:5]), str(out), mode="overwrite", protocol=protocol)
 
-    assert read_back(spark, out) == sorted(ROWS[:5])
-    assert not old & set(data_files(out))
+    assert committed_rows(spark, out) == sorted(ROWS[:5])
+    assert not old & committed(out)
+    if protocol != "transactional":
+        assert read_back(spark, out) == sorted(ROWS[:5]), "the old files are gone, not only hidden"
     expected = "org.apache.hadoop.mapreduce.lib.output.committer.manifest.ManifestCommitter"
     assert mc.SuccessData.load(str(out / "_SUCCESS")).committer == (expected if protocol == "manifest" else protocol)
     assert_no_job_state(out)

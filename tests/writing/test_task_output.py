@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from manifest_committer.protocols import create_committer
 from manifest_committer.writing import TaskOutput, WriteJob
 
 BATCH = pa.record_batch({"dt": ["a", "b", "a", None], "x": [1, 2, 3, 4]})
@@ -22,7 +22,7 @@ def test_files_lie_flat_and_are_declared_with_their_partition(tmp_path: Path) ->
     with job.committer() as committer:
         committer.setup_job()
         task = committer.setup_task("task_00000_1", "attempt_00000_1")
-        output = TaskOutput(task, job, 0, 1)
+        output = TaskOutput(task, job, 0, 1, in_place=False)
         output.write(BATCH)
         output.close()
         assert not output.in_place
@@ -50,14 +50,20 @@ def test_in_place_files_open_at_their_destination_relative_path(tmp_path: Path) 
         committer.commit_task(task, output.outputs)  # works under every protocol
 
 
-@pytest.mark.parametrize(("protocol", "in_place"), [("transactional", True), ("upload", True), ("manifest", False)])
-def test_in_place_follows_the_protocol_when_not_told(tmp_path: Path, protocol: str, in_place: bool) -> None:
-    job = job_for(str(tmp_path / "out"))
-    with create_committer(job.destination, job.job_id, "manifest") as committer:
-        task = committer.task_attempt("task_00000_1", "attempt_00000_1")
-    from dataclasses import replace
-
-    assert TaskOutput(task, replace(job, protocol=protocol), 0, 1).in_place is in_place
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2", "transactional"])
+def test_the_job_layer_opens_files_in_place_where_the_protocol_writes_in_place(tmp_path: Path, protocol: str) -> None:
+    """The caller passes the committer's own flag: a transactional task's files carry the tid only if opened at
+    their destination-relative paths (a flat name would be refused at task commit as a rename)."""
+    job = replace(job_for(str(tmp_path / "out")), protocol=protocol)
+    with job.committer() as committer:
+        committer.setup_job()
+        task = committer.setup_task("task_00000_1", "attempt_00000_1")
+        output = TaskOutput(task, job, 0, 1, in_place=committer.task_writes_in_place)
+        output.write(BATCH)
+        output.close()
+        committer.commit_task(task, output.outputs)
+        committer.commit_job()
+    assert output.in_place is (protocol == "transactional")
 
 
 def test_max_records_per_file_rolls_files(tmp_path: Path) -> None:
@@ -65,7 +71,7 @@ def test_max_records_per_file_rolls_files(tmp_path: Path) -> None:
     with job.committer() as committer:
         committer.setup_job()
         task = committer.setup_task("task_00000_1", "attempt_00000_1")
-        output = TaskOutput(task, job, 0, 1)
+        output = TaskOutput(task, job, 0, 1, in_place=False)
         output.write(BATCH)
         output.close()
         assert len(output.files) == 4
