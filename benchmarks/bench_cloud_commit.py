@@ -68,7 +68,7 @@ class IndexedMemoryStore(MemoryStore):
         size = len(self.fs.store) + len(self.fs.pseudo_dirs)
         if size != self._indexed_keys:  # files written or directories made through the filesystem itself
             dirs = {d for d in self.fs.pseudo_dirs if d}
-            for key in self.fs.store:
+            for key in list(self.fs.store):  # a snapshot: tasks may be writing meanwhile
                 self._add_parents(dirs, key)
             self._dirs = dirs
             self._indexed_keys = size
@@ -106,7 +106,7 @@ class IndexedMemoryStore(MemoryStore):
         prefix = path + "/"
         with self._rename_lock:
             found = path in self._directories() or path in self.fs.store
-            for key in [key for key in self.fs.store if key == path or key.startswith(prefix)]:
+            for key in [key for key in list(self.fs.store) if key == path or key.startswith(prefix)]:
                 del self.fs.store[key]
             self.fs.pseudo_dirs[:] = [d for d in self.fs.pseudo_dirs if d != path and not d.startswith(prefix)]
             self._dirs = {d for d in self._dirs if d != path and not d.startswith(prefix)}
