@@ -10,6 +10,14 @@ Emulator part: the same kind of job (fewer files) against Azurite and fake-gcs-s
 fixtures start them (``tests/fixtures/emulators.py``), each job in a fresh container or bucket; files per second
 of ``commit_job``.
 
+``--protocol`` runs several of this project's protocols (``mc.create_committer``: manifest, v1, v2,
+transactional) side by side on the same jobs, the order rotating per run. v2 and transactional move work into
+the tasks, so the task side is timed too: every task (setup, writes through ``task.fs``, ``commit_task``) runs
+``--task-threads`` at a time, and with ``--task-latency`` the injected latency applies to the tasks' store calls
+as well (commit-task listings, saves and renames, write markers). The data writes themselves go to the inner
+filesystem, not through the wrapper, and so cost no injected latency in any protocol: every protocol writes each
+file once, so they would add the same to all.
+
 Run ``python benchmarks/bench_cloud_commit.py --help`` for the options; BENCHMARKS.md has the results.
 """
 
@@ -25,6 +33,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +47,7 @@ from manifest_committer.store import FaultInjectingStore, FileStatus, StoreOpera
 from manifest_committer.store.memory import MemoryStore
 
 PARTITIONS = 5
+PROTOCOLS = ("manifest", "v1", "v2", "transactional")
 
 
 class IndexedMemoryStore(MemoryStore):
@@ -58,7 +68,7 @@ class IndexedMemoryStore(MemoryStore):
         size = len(self.fs.store) + len(self.fs.pseudo_dirs)
         if size != self._indexed_keys:  # files written or directories made through the filesystem itself
             dirs = {d for d in self.fs.pseudo_dirs if d}
-            for key in self.fs.store:
+            for key in list(self.fs.store):  # a snapshot: tasks may be writing meanwhile
                 self._add_parents(dirs, key)
             self._dirs = dirs
             self._indexed_keys = size
@@ -96,7 +106,7 @@ class IndexedMemoryStore(MemoryStore):
         prefix = path + "/"
         with self._rename_lock:
             found = path in self._directories() or path in self.fs.store
-            for key in [key for key in self.fs.store if key == path or key.startswith(prefix)]:
+            for key in [key for key in list(self.fs.store) if key == path or key.startswith(prefix)]:
                 del self.fs.store[key]
             self.fs.pseudo_dirs[:] = [d for d in self.fs.pseudo_dirs if d != path and not d.startswith(prefix)]
             self._dirs = {d for d in self._dirs if d != path and not d.startswith(prefix)}
@@ -118,6 +128,19 @@ class Measurement:
     commit_job_s: float
     prepare_s: float
     calls: dict[str, int] = field(default_factory=dict)
+    protocol: str = "manifest"
+    tasks_s: float = 0.0
+    """Wall time of all tasks (setup, writes, ``commit_task``), ``task_threads`` at a time."""
+    commit_task_s: float = 0.0
+    """Summed duration of the ``commit_task`` calls."""
+    task_threads: int = 1
+    task_latency_s: float = 0.0
+    task_calls: dict[str, int] = field(default_factory=dict)
+    """Store calls of the task side (through the wrapper: not the data writes)."""
+
+    @property
+    def total_task_calls(self) -> int:
+        return sum(self.task_calls.values())
 
     @property
     def total_calls(self) -> int:
@@ -147,8 +170,11 @@ def run_job(
     latency: float,
     storage_options: dict[str, Any] | None = None,
     indexed: bool = False,
+    protocol: str = "manifest",
+    task_threads: int = 1,
+    task_latency: float = 0.0,
 ) -> Measurement:
-    """Prepare a job without latency, then time its ``commit_job`` with ``latency`` on every store call."""
+    """Run a job's tasks with ``task_latency`` on every store call, then time its ``commit_job`` with ``latency``."""
     wrappers: list[FaultInjectingStore] = []
 
     def wrap(inner: StoreOperations) -> StoreOperations:
@@ -157,28 +183,75 @@ def run_job(
         return wrapper
 
     config = mc.CommitterConfig(io_threads=io_threads)
-    committer = mc.ManifestCommitter(
-        destination, f"job-{uuid.uuid4().hex[:8]}", 0, config, storage_options, store_wrapper=wrap
+    committer = mc.create_committer(
+        destination,
+        f"job-{uuid.uuid4().hex[:8]}",
+        protocol,
+        config=config,
+        storage_options=storage_options,
+        store_wrapper=wrap,
     )
-    start = time.perf_counter()
-    committer.setup_job()
-    for index in range(tasks):
-        task = committer.setup_task(f"task_{index:05d}", f"attempt_{index:05d}_0")
-        for relative in _files_of(index, files_per_task):
-            task.fs.pipe_file(f"{task.work_path}/{relative}", b"a,b\n1,2\n")
-        committer.commit_task(task)
-    prepared = time.perf_counter()
     wrapper = wrappers[0]
-    wrapper.calls.clear()
-    wrapper.latency = latency
-    committed_start = time.perf_counter()
-    success = committer.commit_job()
-    commit_s = time.perf_counter() - committed_start
-    wrapper.latency = 0.0
+    commit_task_s: list[float] = []
+
+    def task(index: int) -> None:
+        attempt = committer.setup_task(f"task_{index:05d}", f"attempt_{index:05d}_0")
+        for relative in _files_of(index, files_per_task):
+            attempt.fs.pipe_file(f"{attempt.work_path}/{relative}", b"a,b\n1,2\n")
+        started = time.perf_counter()
+        committer.commit_task(attempt)
+        commit_task_s.append(time.perf_counter() - started)
+
+    try:
+        start = time.perf_counter()
+        committer.setup_job()
+        wrapper.calls.clear()
+        wrapper.latency = task_latency
+        with ThreadPoolExecutor(task_threads) as pool:
+            list(pool.map(task, range(tasks)))
+        prepared = time.perf_counter()
+        task_calls = dict(wrapper.calls)
+        wrapper.calls.clear()
+        wrapper.latency = latency
+        committed_start = time.perf_counter()
+        success = committer.commit_job()
+        commit_s = time.perf_counter() - committed_start
+        wrapper.latency = 0.0
+    finally:
+        committer.close()
     files = tasks * files_per_task
     if len(success.filenames) == 0 or not success.success:
         raise RuntimeError(f"{store}: job commit did not succeed")
-    return Measurement(store, io_threads, files, tasks, latency, commit_s, prepared - start, dict(wrapper.calls))
+    return Measurement(
+        store,
+        io_threads,
+        files,
+        tasks,
+        latency,
+        commit_s,
+        prepared - start,
+        dict(wrapper.calls),
+        protocol=protocol,
+        tasks_s=prepared - start,
+        commit_task_s=sum(commit_task_s),
+        task_threads=task_threads,
+        task_latency_s=task_latency,
+        task_calls=task_calls,
+    )
+
+
+def _rotated(protocols: list[str], run: int) -> list[str]:
+    """The protocols in the order of ``run``: rotated each run so drift in load falls on all of them."""
+    shift = run % len(protocols)
+    return protocols[shift:] + protocols[:shift]
+
+
+def _describe(measured: Measurement) -> str:
+    return (
+        f"{measured.protocol}: commit_job {measured.commit_job_s:.2f} s, {measured.total_calls} calls; "
+        f"tasks {measured.tasks_s:.2f} s ({measured.task_threads} threads, {measured.total_task_calls} calls, "
+        f"commit_task sum {measured.commit_task_s:.2f} s)"
+    )
 
 
 def latency_cases(args: argparse.Namespace) -> list[Measurement]:
@@ -186,25 +259,28 @@ def latency_cases(args: argparse.Namespace) -> list[Measurement]:
     for threads, run, latency, indexed in itertools.product(
         args.threads, range(args.runs), (args.latency, 0.0) if args.baseline else (args.latency,), args.inner
     ):
-        fsspec.filesystem("memory").store.clear()
-        fsspec.filesystem("memory").pseudo_dirs[:] = [""]
-        measured = run_job(
-            "memory-indexed" if indexed else "memory",
-            f"memory://bench/out-{threads}-{run}",
-            tasks=args.tasks,
-            files_per_task=args.files_per_task,
-            io_threads=threads,
-            latency=latency,
-            indexed=indexed,
-        )
-        results.append(measured)
-        print(
-            f"{measured.store} latency {latency} io.threads={threads} run {run}: "
-            f"commit_job {measured.commit_job_s:.2f} s, "
-            f"{measured.total_calls} calls, ideal {measured.ideal_s:.2f} s, "
-            f"ratio {measured.commit_job_s / max(measured.ideal_s, 1e-9):.2f}; calls {measured.calls}",
-            flush=True,
-        )
+        for protocol in _rotated(args.protocol, run):
+            fsspec.filesystem("memory").store.clear()
+            fsspec.filesystem("memory").pseudo_dirs[:] = [""]
+            measured = run_job(
+                "memory-indexed" if indexed else "memory",
+                f"memory://bench/out-{threads}-{run}",
+                tasks=args.tasks,
+                files_per_task=args.files_per_task,
+                io_threads=threads,
+                latency=latency,
+                indexed=indexed,
+                protocol=protocol,
+                task_threads=args.task_threads,
+                task_latency=latency if args.task_latency else 0.0,
+            )
+            results.append(measured)
+            print(
+                f"{measured.store} latency {latency} io.threads={threads} run {run} {_describe(measured)}; "
+                f"ideal {measured.ideal_s:.2f} s, ratio {measured.commit_job_s / max(measured.ideal_s, 1e-9):.2f}; "
+                f"calls {measured.calls}",
+                flush=True,
+            )
     return results
 
 
@@ -215,24 +291,26 @@ def emulator_cases(args: argparse.Namespace) -> list[Measurement]:
     for name, start in (("azurite", run_azurite), ("fake-gcs-server", run_fake_gcs_server)):
         with start() as emulator:
             for run in range(args.runs):
-                # A fresh container or bucket per run, deleted after it: the emulators slow down as they fill.
-                with fresh_root(emulator, "bench") as root:
-                    measured = run_job(
-                        name,
-                        f"{emulator.protocol}://{root}/out",
-                        tasks=args.cloud_tasks,
-                        files_per_task=args.files_per_task,
-                        io_threads=args.cloud_threads,
-                        latency=0.0,
-                        storage_options=emulator.storage_options,
+                for protocol in _rotated(args.protocol, run):
+                    # A fresh container or bucket per job, deleted after it: the emulators slow down as they fill.
+                    with fresh_root(emulator, "bench") as root:
+                        measured = run_job(
+                            name,
+                            f"{emulator.protocol}://{root}/out",
+                            tasks=args.cloud_tasks,
+                            files_per_task=args.files_per_task,
+                            io_threads=args.cloud_threads,
+                            latency=0.0,
+                            storage_options=emulator.storage_options,
+                            protocol=protocol,
+                            task_threads=args.task_threads,
+                        )
+                    results.append(measured)
+                    print(
+                        f"{name} io.threads={args.cloud_threads} run {run} {measured.files} files "
+                        f"{_describe(measured)}; {measured.files_per_s:.0f} files/s",
+                        flush=True,
                     )
-                results.append(measured)
-                print(
-                    f"{name} io.threads={args.cloud_threads} run {run}: {measured.files} files, commit_job "
-                    f"{measured.commit_job_s:.2f} s = {measured.files_per_s:.0f} files/s; "
-                    f"{measured.total_calls} calls; prepare {measured.prepare_s:.1f} s",
-                    flush=True,
-                )
     return results
 
 
@@ -247,29 +325,58 @@ def machine_info() -> dict[str, str]:
 
 
 def print_tables(results: list[Measurement]) -> None:
-    groups: dict[tuple[str, int, float], list[Measurement]] = {}
+    groups: dict[tuple[str, str, int, float], list[Measurement]] = {}
     for result in results:
-        groups.setdefault((result.store, result.io_threads, result.latency_s), []).append(result)
-    print("\n| store | files | io.threads | store calls | median commit_job (s) | ideal (s) | measured / ideal |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for (store, threads, _), runs in groups.items():
+        groups.setdefault((result.store, result.protocol, result.io_threads, result.latency_s), []).append(result)
+    print(
+        "\n| store | protocol | files | io.threads | store calls | median commit_job (s) | ideal (s) "
+        "| measured / ideal |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for (store, protocol, threads, _), runs in groups.items():
         if runs[0].latency_s <= 0:
             continue
         wall = statistics.median(r.commit_job_s for r in runs)
         ideal = statistics.median(r.ideal_s for r in runs)
         print(
-            f"| {store} | {runs[0].files:,} | {threads} | {runs[0].total_calls:,} | {wall:.2f} | {ideal:.2f} "
-            f"| {wall / ideal:.2f} |"
+            f"| {store} | {protocol} | {runs[0].files:,} | {threads} | {runs[0].total_calls:,} | {wall:.2f} "
+            f"| {ideal:.2f} | {wall / ideal:.2f} |"
         )
-    print("\n| store | files | io.threads | store calls | median commit_job (s) | files/s |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for (store, threads, _), runs in groups.items():
+    print("\n| store | protocol | files | io.threads | store calls | median commit_job (s) | files/s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for (store, protocol, threads, _), runs in groups.items():
         if runs[0].latency_s > 0:
             continue
         wall = statistics.median(r.commit_job_s for r in runs)
         print(
-            f"| {store} | {runs[0].files:,} | {threads} | {runs[0].total_calls:,} | {wall:.2f} "
+            f"| {store} | {protocol} | {runs[0].files:,} | {threads} | {runs[0].total_calls:,} | {wall:.2f} "
             f"| {runs[0].files / wall:.0f} |"
+        )
+    print_protocol_table(groups)
+
+
+def print_protocol_table(groups: dict[tuple[str, str, int, float], list[Measurement]]) -> None:
+    """Every protocol beside the manifest protocol of the same store, threads and latency: medians and ratios."""
+    if len({protocol for _, protocol, _, _ in groups}) < 2:  # a comparison needs two
+        return
+    print(
+        "\n| store | latency (ms) | protocol | median commit_job (s) | job store calls | median tasks wall (s) "
+        "| task store calls | median sum of commit_task (s) | commit_job / manifest | tasks / manifest |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    for (store, protocol, threads, latency), runs in groups.items():
+        wall = statistics.median(r.commit_job_s for r in runs)
+        tasks = statistics.median(r.tasks_s for r in runs)
+        commit_task = statistics.median(r.commit_task_s for r in runs)
+        base = groups.get((store, "manifest", threads, latency))
+        ratios = "| |"
+        if base is not None:
+            base_wall = statistics.median(r.commit_job_s for r in base)
+            base_tasks = statistics.median(r.tasks_s for r in base)
+            ratios = f"| {wall / base_wall:.2f} | {tasks / base_tasks:.2f} |"
+        print(
+            f"| {store} | {latency * 1000:g} | {protocol} | {wall:.2f} | {runs[0].total_calls:,} | {tasks:.2f} "
+            f"| {runs[0].total_task_calls:,} | {commit_task:.2f} {ratios}"
         )
 
 
@@ -291,10 +398,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1, help="runs per case (default 1)")
     parser.add_argument("--cloud-tasks", type=int, default=20, help="tasks of the emulator case (default 20)")
     parser.add_argument("--cloud-threads", type=int, default=32, help="io.threads of the emulator case")
+    parser.add_argument(
+        "--protocol",
+        nargs="+",
+        choices=PROTOCOLS,
+        default=["manifest"],
+        help="this project's protocols to run side by side (default manifest)",
+    )
+    parser.add_argument("--task-threads", type=int, default=1, help="tasks run at once (default 1)")
+    parser.add_argument(
+        "--task-latency", action="store_true", help="inject the latency into the tasks' store calls too"
+    )
     parser.add_argument("--no-latency", action="store_true", help="skip the latency case")
     parser.add_argument("--no-emulators", action="store_true", help="skip Azurite and fake-gcs-server")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
+    args.protocol = list(dict.fromkeys(args.protocol))
 
     output: dict[str, Any] = {"machine": machine_info(), "date": time.strftime("%Y-%m-%d"), "argv": sys.argv}
     print(json.dumps(output["machine"]))
@@ -305,7 +424,10 @@ def main(argv: list[str] | None = None) -> int:
         results += emulator_cases(args)
     print_tables(results)
     if args.json:
-        output["results"] = [dict(asdict(r), ideal_s=r.ideal_s, files_per_s=r.files_per_s) for r in results]
+        output["results"] = [
+            dict(asdict(r), ideal_s=r.ideal_s, files_per_s=r.files_per_s, total_task_calls=r.total_task_calls)
+            for r in results
+        ]
         with open(args.json, "w") as handle:
             json.dump(output, handle, indent=1)
     return 0

@@ -1,4 +1,4 @@
-"""Job-commit benchmark: this project's ManifestCommitter against Hadoop 3.5's, on the same local disk, in one run.
+"""Job-commit benchmark: this project's committers against Hadoop 3.5's ManifestCommitter on one local disk, one run.
 
 For each case (``TASKSxPARTITIONS``) and each run, a fresh job is prepared: ``setup_job``; for every task
 ``setup_task``, one small file written with plain ``os`` calls into each of the partition directories
@@ -8,6 +8,14 @@ same layout in the same run, its files written the same way into its own ``getWo
 ``RawLocalFileSystem`` so it neither writes nor renames ``.crc`` side files. Both committers run with their default
 ``io.threads`` (32). Runs of the two alternate (and swap order each run) so the noise of a shared machine falls on
 both; the JVM gets one unmeasured warm-up job first, and so does Python.
+
+``--protocol`` picks which of this project's protocols run (``mc.create_committer``: manifest, v1, v2,
+transactional; default manifest), side by side in the same run with the same alternating order. v2 and
+transactional move work from the job commit into the tasks, so the task side is measured too: the wall time of
+all tasks (``--task-threads`` of them at once, as executors would run them) and the summed time of their
+``commit_task`` calls. When a protocol other than manifest runs, every task writes through ``task.fs`` (the
+transactional protocol must: its files get tid names and write markers there), so the task side compares alike;
+``--task-writes os`` keeps the cheaper plain-``os`` preparation for the rename protocols.
 
 The memory case prepares a 1,000,000-file job by writing valid task manifests directly (pointing at real
 zero-byte files), then commits it in a fresh subprocess and reports that process's peak RSS
@@ -40,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import manifest_committer as mc
+from manifest_committer.committer import CommitterBase
 from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 
 STAGES = (
@@ -76,6 +85,10 @@ class Case:
         return cls(int(tasks), int(partitions))
 
 
+PROTOCOLS = ("manifest", "v1", "v2", "transactional")
+"""This project's protocols that write to local disk (``upload`` is S3's)."""
+
+
 @dataclass
 class Measurement:
     """One timed ``commit_job``: wall time around the call, and the committer's own statistics (ms)."""
@@ -88,6 +101,10 @@ class Measurement:
     prepare_s: float = 0.0
     clean_s: float | None = None
     """Until the store is clean (the background delete of the job's state done); ``None`` where not measured."""
+    tasks_s: float | None = None
+    """Wall time of all task attempts (setup, writes, ``commit_task``), run ``--task-threads`` at a time."""
+    commit_task_s: float | None = None
+    """Summed duration of the ``commit_task`` calls (threads overlap, so it can exceed ``tasks_s``)."""
 
 
 def partition_name(index: int) -> str:
@@ -125,16 +142,30 @@ class SmallFiles:
             os.mkdir(directory)  # the work directory exists after setup_task / setupTask
             self.write(os.path.join(directory, f"part-{task:05d}-{index:05d}.parquet"))
 
-    def recycle(self, destination: str, case: Case) -> None:
-        """Check a committed destination (every file there, no job state left), then keep its files as spares."""
+    @staticmethod
+    def write_through(fs: Any, work_path: str, task: int, partitions: int) -> None:
+        """The same files written the way a user's task writes them: ``task.fs.open`` (parents made by it)."""
+        for index in range(partitions):
+            with fs.open(f"{work_path}/{partition_name(index)}/part-{task:05d}-{index:05d}.parquet", "wb") as handle:
+                handle.write(FILE_BYTES)
+
+    def recycle(self, destination: str, case: Case, reuse: bool = True) -> None:
+        """Check a committed destination (every file there, no job state left), then keep its files as spares.
+
+        Names starting with ``_`` are the job's records (``_SUCCESS``, the transactional ``_started_`` and
+        ``_committed_`` files), not data. Without ``reuse`` (files named by a protocol) the destination is deleted.
+        """
         files = [
             os.path.join(directory, name)
             for directory, _, names in os.walk(destination)
             for name in names
-            if name != "_SUCCESS"
+            if not name.startswith("_")
         ]
         if len(files) != case.files or os.path.exists(os.path.join(destination, "_temporary")):
             raise RuntimeError(f"{destination}: {len(files)} files after commit, expected {case.files}, or state left")
+        if not reuse:
+            shutil.rmtree(destination)
+            return
         self._spares.extend(files)
         self._drained.append(destination)
 
@@ -142,7 +173,7 @@ class SmallFiles:
         """Delete earlier destinations whose files have all been reused (outside any timed section)."""
         keep = []
         for destination in self._drained:
-            if any(name != "_SUCCESS" for _, _, names in os.walk(destination) for name in names):
+            if any(not name.startswith("_") for _, _, names in os.walk(destination) for name in names):
                 keep.append(destination)
             else:
                 shutil.rmtree(destination)
@@ -168,29 +199,54 @@ def measurement_from_report(committer: str, case: Case, wall: float, report_path
 
 
 class PythonCommitterBench:
-    """Prepares and commits jobs with this project's committer."""
+    """Prepares and commits jobs with one of this project's protocols."""
 
-    name = "python"
-
-    def __init__(self, root: str, io_threads: int, files: SmallFiles) -> None:
+    def __init__(
+        self,
+        root: str,
+        io_threads: int,
+        files: SmallFiles,
+        *,
+        protocol: str = "manifest",
+        task_threads: int = PREPARE_THREADS,
+        write_through_fs: bool = False,
+    ) -> None:
+        if protocol == "transactional" and not write_through_fs:
+            raise ValueError("the transactional protocol's tasks must write through task.fs (--task-writes fs)")
         self.root = root
         self.io_threads = io_threads
         self.files = files
+        self.protocol = protocol
+        self.name = protocol
+        self.task_threads = task_threads
+        self.write_through_fs = write_through_fs
         self.reports = os.path.join(root, "reports-python")
+        self.tasks_s = 0.0
+        self.commit_task_s = 0.0
 
-    def prepare(self, case: Case, run: int) -> mc.ManifestCommitter:
-        destination = os.path.join(self.root, f"python-{case.label}-{run}")
+    def prepare(self, case: Case, run: int) -> CommitterBase:
+        """Set up the job and run every task; ``tasks_s`` and ``commit_task_s`` hold the task side's cost."""
+        destination = os.path.join(self.root, f"{self.protocol}-{case.label}-{run}")
         config = mc.CommitterConfig(io_threads=self.io_threads, summary_report_directory=self.reports)
-        committer = mc.ManifestCommitter(destination, job_id=f"job-{case.label}-{run}", config=config)
+        committer = mc.create_committer(destination, f"job-{case.label}-{run}", self.protocol, config=config)
         committer.setup_job()
+        commit_task_s: list[float] = []
 
         def task(index: int) -> None:
             attempt = committer.setup_task(f"task_{index:05d}", f"attempt_{index:05d}_0")
-            self.files.write_task_files(attempt.work_path, index, case.partitions)
+            if self.write_through_fs:
+                self.files.write_through(attempt.fs, attempt.work_path, index, case.partitions)
+            else:
+                self.files.write_task_files(attempt.work_path, index, case.partitions)
+            started = time.perf_counter()
             committer.commit_task(attempt)
+            commit_task_s.append(time.perf_counter() - started)
 
-        with ThreadPoolExecutor(PREPARE_THREADS) as pool:
+        started = time.perf_counter()
+        with ThreadPoolExecutor(self.task_threads) as pool:
             list(pool.map(task, range(case.tasks)))
+        self.tasks_s = time.perf_counter() - started
+        self.commit_task_s = sum(commit_task_s)
         self.files.remove_drained()
         return committer
 
@@ -200,13 +256,15 @@ class PythonCommitterBench:
         prepared = time.perf_counter()
         committer.commit_job()
         wall = time.perf_counter() - prepared  # the time to return
-        committer.close()  # waits for the background delete of the job's state
+        committer.close()  # waits for the background delete of the job's state (and stops a marker server)
         clean = time.perf_counter() - prepared
         report = os.path.join(self.reports, f"summary-{committer.job_id}.json")
         result = measurement_from_report(self.name, case, wall, report)
         result.prepare_s = prepared - start
         result.clean_s = clean
-        self.files.recycle(committer.paths.dest, case)
+        result.tasks_s = self.tasks_s
+        result.commit_task_s = self.commit_task_s
+        self.files.recycle(committer.paths.dest, case, reuse=not self.write_through_fs)
         return result
 
 
@@ -386,7 +444,7 @@ def run_memory_case(root: str, files: int, tasks: int, partitions: int) -> dict[
 def profile_python_commit(root: str, case: Case, top: int, files: SmallFiles) -> str:
     """cProfile of one commit_job with ``io.threads=1``: cProfile sees only the calling thread, so the work runs
     there; the profile shows where the CPU and system-call time goes, not the effect of the pool."""
-    bench = PythonCommitterBench(root, io_threads=1, files=files)
+    bench = PythonCommitterBench(root, io_threads=1, files=files)  # manifest, plain-os writes
     committer = bench.prepare(case, run=999)
     profiler = cProfile.Profile()
     start = time.perf_counter()
@@ -410,9 +468,11 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def summarise(results: list[Measurement], case: Case) -> dict[str, Any]:
+def summarise(results: list[Measurement], case: Case, committers: list[str]) -> dict[str, Any]:
+    """Medians per committer; ``ratio_*`` of this project's manifest committer to Hadoop's; ``versus_manifest``
+    of every other protocol to the manifest protocol (medians of the same run)."""
     out: dict[str, Any] = {"case": case.label, "files": case.files}
-    for committer in ("python", "hadoop"):
+    for committer in committers:
         runs = [r for r in results if r.committer == committer and r.case == case.label]
         if not runs:
             continue
@@ -428,40 +488,67 @@ def summarise(results: list[Measurement], case: Case) -> dict[str, Any]:
         cleans = [r.clean_s for r in runs if r.clean_s is not None]
         if cleans:
             out[committer]["clean_s_median"] = median(cleans)
-    if "python" in out and "hadoop" in out:
+        tasks = [r.tasks_s for r in runs if r.tasks_s is not None]
+        if tasks:
+            out[committer]["tasks_s_median"] = median(tasks)
+            out[committer]["commit_task_s_median"] = median([r.commit_task_s or 0.0 for r in runs])
+    if "manifest" in out and "hadoop" in out:
         pairs = [
             (p.wall_s, h.wall_s)
             for p, h in zip(
-                [r for r in results if r.committer == "python" and r.case == case.label],
+                [r for r in results if r.committer == "manifest" and r.case == case.label],
                 [r for r in results if r.committer == "hadoop" and r.case == case.label],
                 strict=False,
             )
         ]
-        out["ratio_wall_medians"] = out["python"]["wall_s_median"] / out["hadoop"]["wall_s_median"]
-        out["ratio_commit_job_medians"] = out["python"]["commit_job_ms_median"] / out["hadoop"]["commit_job_ms_median"]
+        out["ratio_wall_medians"] = out["manifest"]["wall_s_median"] / out["hadoop"]["wall_s_median"]
+        out["ratio_commit_job_medians"] = (
+            out["manifest"]["commit_job_ms_median"] / out["hadoop"]["commit_job_ms_median"]
+        )
         out["ratio_wall_per_run_median"] = median([p / h for p, h in pairs])
+    if "manifest" in out:
+        base = out["manifest"]
+        out["versus_manifest"] = {
+            committer: {
+                "commit_job_wall": out[committer]["wall_s_median"] / base["wall_s_median"],
+                **(
+                    {"tasks_wall": out[committer]["tasks_s_median"] / base["tasks_s_median"]}
+                    if "tasks_s_median" in out[committer] and "tasks_s_median" in base
+                    else {}
+                ),
+            }
+            for committer in committers
+            if committer in out and committer not in ("manifest", "hadoop")
+        }
     return out
 
 
-def print_table(summaries: list[dict[str, Any]]) -> None:
-    print("\n| case | files | committer | median commit_job wall (s) | median committer_commit_job (ms) |")
-    print("|---|---:|---|---:|---:|")
+def print_table(summaries: list[dict[str, Any]], committers: list[str]) -> None:
+    print(
+        "\n| case | files | committer | median commit_job wall (s) | median committer_commit_job (ms) "
+        "| median tasks wall (s) | median sum of commit_task (s) |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|")
     for s in summaries:
-        for committer in ("python", "hadoop"):
+        for committer in committers:
             if committer in s:
                 c = s[committer]
+                tasks = f"{c['tasks_s_median']:.2f} | {c['commit_task_s_median']:.2f}" if "tasks_s_median" in c else "|"
                 print(
                     f"| {s['case']} | {s['files']:,} | {committer} | {c['wall_s_median']:.3f} "
-                    f"| {c['commit_job_ms_median']:.0f} |"
+                    f"| {c['commit_job_ms_median']:.0f} | {tasks} |"
                 )
         if "ratio_wall_medians" in s:
             print(
-                f"| {s['case']} | | ours/Hadoop | {s['ratio_wall_medians']:.2f} "
-                f"(per-run median {s['ratio_wall_per_run_median']:.2f}) | {s['ratio_commit_job_medians']:.2f} |"
+                f"| {s['case']} | | manifest/Hadoop | {s['ratio_wall_medians']:.2f} "
+                f"(per-run median {s['ratio_wall_per_run_median']:.2f}) | {s['ratio_commit_job_medians']:.2f} | | |"
             )
+        for committer, ratios in s.get("versus_manifest", {}).items():
+            tasks = f"{ratios['tasks_wall']:.2f}" if "tasks_wall" in ratios else ""
+            print(f"| {s['case']} | | {committer}/manifest | {ratios['commit_job_wall']:.2f} | | {tasks} | |")
     print()
     for s in summaries:
-        for committer in ("python", "hadoop"):
+        for committer in committers:
             if committer in s:
                 stages = ", ".join(
                     f"{k.removeprefix('job_stage_')} {v:.0f}" for k, v in s[committer]["stages_ms_median"].items()
@@ -506,6 +593,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--io-threads", type=int, default=32, help="io.threads of both committers (default 32)")
     parser.add_argument("--root", default=None, help="parent directory on the disk to test (default: system temp)")
     parser.add_argument("--no-hadoop", action="store_true", help="skip Hadoop's committer")
+    parser.add_argument(
+        "--protocol",
+        nargs="+",
+        choices=PROTOCOLS,
+        default=["manifest"],
+        help="this project's protocols to run side by side (default manifest)",
+    )
+    parser.add_argument(
+        "--task-threads", type=int, default=PREPARE_THREADS, help=f"tasks run at once (default {PREPARE_THREADS})"
+    )
+    parser.add_argument(
+        "--task-writes",
+        choices=("os", "fs"),
+        default=None,
+        help="how tasks write: plain os calls with recycled files, or task.fs (default: os for manifest alone, "
+        "else fs for every protocol)",
+    )
     parser.add_argument("--memory-files", type=int, default=1_000_000, help="files of the memory case (0: skip)")
     parser.add_argument("--memory-tasks", type=int, default=1000)
     parser.add_argument("--memory-partitions", type=int, default=100)
@@ -527,7 +631,21 @@ def main(argv: list[str] | None = None) -> int:
     with benchmark_root(args.root, args.keep) as root:
         print(f"benchmark directory: {root}")
         files = SmallFiles()
-        python_bench = PythonCommitterBench(root, args.io_threads, files)
+        protocols: list[str] = list(dict.fromkeys(args.protocol))
+        write_through_fs = (args.task_writes or ("os" if protocols == ["manifest"] else "fs")) == "fs"
+        python_benches = [
+            PythonCommitterBench(
+                root,
+                args.io_threads,
+                files,
+                protocol=protocol,
+                task_threads=args.task_threads,
+                write_through_fs=write_through_fs,
+            )
+            for protocol in protocols
+        ]
+        output["protocols"] = protocols
+        output["task_writes"] = "fs" if write_through_fs else "os"
         hadoop_bench = None if args.no_hadoop else HadoopCommitterBench(root, args.io_threads, files)
         results: list[Measurement] = []
         try:
@@ -535,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
                 output["hadoop_version"] = hadoop_bench.version
                 output["hadoop_filesystem"] = hadoop_bench.filesystem_class(root)
                 print(f"Hadoop {hadoop_bench.version} on {output['hadoop_filesystem']}")
-            benches: list[PythonCommitterBench | HadoopCommitterBench] = [python_bench]
+            benches: list[PythonCommitterBench | HadoopCommitterBench] = list(python_benches)
             if hadoop_bench is not None:
                 benches.append(hadoop_bench)
             warm = cases[0]
@@ -543,22 +661,27 @@ def main(argv: list[str] | None = None) -> int:
                 bench.run(warm, run=-1)  # warm-up, not measured
             for case in cases:
                 for run in range(args.runs):
-                    order = benches if run % 2 == 0 else list(reversed(benches))
+                    # Rotate the order each run (two committers: alternate), so drift in load falls on all.
+                    shift = run % len(benches)
+                    order = benches[shift:] + benches[:shift]
                     for bench in order:
                         measured = bench.run(case, run)
                         results.append(measured)
+                        tasks = "" if measured.tasks_s is None else f"; tasks {measured.tasks_s:.2f} s"
                         print(
                             f"{case.label} run {run} {measured.committer}: commit_job {measured.wall_s:.3f} s "
-                            f"(committer_commit_job {measured.commit_job_ms} ms; prepare {measured.prepare_s:.1f} s)",
+                            f"(committer_commit_job {measured.commit_job_ms} ms; prepare {measured.prepare_s:.1f} s"
+                            f"{tasks})",
                             flush=True,
                         )
         finally:
             if hadoop_bench is not None:
                 hadoop_bench.close()
-        summaries = [summarise(results, case) for case in cases]
+        committers = [bench.name for bench in benches]
+        summaries = [summarise(results, case, committers) for case in cases]
         output["results"] = [asdict(r) for r in results]
         output["summaries"] = summaries
-        print_table(summaries)
+        print_table(summaries, committers)
 
         if args.profile:
             profile = profile_python_commit(root, cases[0], args.profile_top, files)

@@ -1,4 +1,4 @@
-"""Spark write benchmark: the same DataFrame written three ways in one Spark session on ``local[2]``.
+"""Spark write benchmark: the same DataFrame written several ways in one Spark session on ``local[2]``.
 
 * ``v1``: ``df.write.parquet`` with Hadoop's ``FileOutputCommitter``, algorithm version 1 (Spark's default
   commit protocol, ``SQLHadoopMapReduceCommitProtocol``).
@@ -9,18 +9,25 @@
   ``javac`` against the wheel's jars, a 40-line stand-in (``bench.ManifestCommitProtocol``, source below): a
   ``HadoopMapReduceCommitProtocol`` whose committer comes from ``PathOutputCommitterFactory`` and whose task
   files go to that committer's ``getWorkPath()`` -- what ``PathOutputCommitProtocol`` does for non-dynamic writes.
-* ``ours``: ``manifest_committer.spark.write(df, dest, format="parquet", partition_by=...)``.
+* ``ours``: ``manifest_committer.spark.write(df, dest, format="parquet", partition_by=...)`` (the ``manifest``
+  protocol).
+* ``ours-v1``, ``ours-v2``, ``ours-transactional``: the same call with ``protocol="v1"``, ``"v2"`` or
+  ``"transactional"`` (``--writers`` picks the writers; the default is the first three).
 
 Workloads ``TASKSxPARTITIONS``: ``spark.range(rows, numPartitions=TASKS)`` (contiguous id slices, no shuffle)
 with the partition column ``p = id % PARTITIONS``, so every task holds rows of every partition value and writes
-exactly one file per value (``1`` partition: no partition column, one file per task). Every run writes into a
-fresh directory. Per run the order of the three writers rotates; one small unmeasured write of each comes first.
+exactly one file per value (``1`` partition: no partition column, one file per task). ``--files-per-task N``
+gives every task N times the rows and every writer ``maxRecordsPerFile = --rows-per-file``, so each task writes
+N files per value: 10,000 files from 200 unpartitioned tasks, say, without 10,000 Spark tasks. Every run writes into a
+fresh directory. Per run the order of the writers rotates; one small unmeasured write of each comes first
+(partitioned, unless ``--warm-unpartitioned``).
 
-Measured: end-to-end wall time of the write call; job-commit time. For both manifest committers that is
-``committer_commit_job`` from the summary report (``mapreduce.manifest.committer.summary.report.directory``; the
-``_SUCCESS`` file is written before job commit ends, so it cannot hold that duration). ``FileOutputCommitter`` has
-no statistics: for the two ``df.write`` writers Spark's own SQL metric "job commit time" (``BasicWriteJobStatsTracker``,
-read from the session's SQL status store) is reported too.
+Measured: end-to-end wall time of the write call; job-commit time. For Hadoop's manifest committer and all of
+ours that is ``committer_commit_job`` from the summary report
+(``mapreduce.manifest.committer.summary.report.directory``; the ``_SUCCESS`` file is written before job commit
+ends, so it cannot hold that duration). ``FileOutputCommitter`` has no statistics: for the two ``df.write``
+writers Spark's own SQL metric "job commit time" (``BasicWriteJobStatsTracker``, read from the session's SQL
+status store) is reported too.
 
 Run ``python benchmarks/bench_spark_write.py --help``; BENCHMARKS.md ("Spark writes") has the results.
 """
@@ -48,6 +55,10 @@ import manifest_committer as mc
 import manifest_committer.spark as mcs
 
 WRITERS = ("v1", "hadoop-manifest", "ours")
+"""The default writers."""
+PROTOCOL_WRITERS = {"ours": "manifest", "ours-v1": "v1", "ours-v2": "v2", "ours-transactional": "transactional"}
+"""Each of this project's writers and the commit protocol it uses."""
+ALL_WRITERS = ("v1", "hadoop-manifest", *PROTOCOL_WRITERS)
 DEFAULT_CASES = ("64x1", "32x50", "200x50")
 SPARK_PROTOCOL = "org.apache.spark.sql.execution.datasources.SQLHadoopMapReduceCommitProtocol"
 SHIM_CLASS = "bench.ManifestCommitProtocol"
@@ -147,8 +158,8 @@ def session(classes: Path, reports: Path) -> SparkSession:
     )
 
 
-def frame(spark: SparkSession, tasks: int, partitions: int, rows_per_file: int) -> DataFrame:
-    df = spark.range(0, tasks * partitions * rows_per_file, numPartitions=tasks)
+def frame(spark: SparkSession, tasks: int, partitions: int, rows_per_file: int, files_per_task: int = 1) -> DataFrame:
+    df = spark.range(0, tasks * partitions * files_per_task * rows_per_file, numPartitions=tasks)
     columns = [
         functions.col("id"),
         (functions.col("id") * 7 % 1000).alias("value"),
@@ -204,21 +215,43 @@ def summary_commit_job(reports: Path) -> float | None:
 
 
 def count_files(dest: Path) -> int:
+    """Data files outside ``_temporary`` (the transactional protocol's are in the destination under tid names)."""
     return sum(
-        1 for _, _, names in os.walk(dest) for name in names if name.endswith(".parquet") and "_temporary" not in name
+        1
+        for directory, _, names in os.walk(dest)
+        for name in names
+        if name.endswith(".parquet") and "_temporary" not in Path(directory).relative_to(dest).parts
     )
 
 
-def write_once(spark: SparkSession, df: DataFrame, writer: str, dest: Path, partitioned: bool) -> float:
+@dataclass(frozen=True)
+class WriteOptions:
+    """How every writer splits files, and the transactional writer's marker type."""
+
+    max_records_per_file: int = 0
+    """``maxRecordsPerFile`` of every writer (0: unset, one file per task and partition value)."""
+    transactional_markers: str = "batched"
+
+
+def write_once(  # noqa: PLR0917 (one call site)
+    spark: SparkSession, df: DataFrame, writer: str, dest: Path, partitioned: bool, options: WriteOptions
+) -> float:
     partition_by = ["p"] if partitioned else []
-    if writer == "ours":
+    limit = {"maxRecordsPerFile": str(options.max_records_per_file)} if options.max_records_per_file else {}
+    if writer in PROTOCOL_WRITERS:
+        protocol = PROTOCOL_WRITERS[writer]
+        committer_options = dict(limit)
+        if protocol == "transactional":
+            committer_options["mapreduce.manifest.committer.markers.type"] = options.transactional_markers
         started = time.perf_counter()
-        mcs.write(df, str(dest), format="parquet", partition_by=partition_by)
+        mcs.write(
+            df, str(dest), format="parquet", partition_by=partition_by, protocol=protocol, options=committer_options
+        )
         return time.perf_counter() - started
-    protocol = SHIM_CLASS if writer == "hadoop-manifest" else SPARK_PROTOCOL
-    spark.conf.set("spark.sql.sources.commitProtocolClass", protocol)
+    commit_protocol = SHIM_CLASS if writer == "hadoop-manifest" else SPARK_PROTOCOL
+    spark.conf.set("spark.sql.sources.commitProtocolClass", commit_protocol)
     started = time.perf_counter()
-    df.write.parquet(str(dest), partitionBy=partition_by or None)
+    df.write.options(**limit).parquet(str(dest), partitionBy=partition_by or None)
     return time.perf_counter() - started
 
 
@@ -230,24 +263,31 @@ def run(args: argparse.Namespace) -> list[Sample]:
     spark = session(classes, reports)
     spark.sparkContext.setLogLevel("ERROR")
     samples: list[Sample] = []
+    writers: list[str] = list(dict.fromkeys(args.writers))
     try:
-        warm = frame(spark, 4, 4, 10)
-        for writer in WRITERS:
-            write_once(spark, warm, writer, work / f"warm-{writer}", partitioned=True)
+        options = WriteOptions(
+            args.rows_per_file if args.files_per_task > 1 else 0, transactional_markers=args.transactional_markers
+        )
+        warm = frame(spark, 4, 1 if args.warm_unpartitioned else 4, args.rows_per_file)
+        for writer in writers:
+            write_once(spark, warm, writer, work / f"warm-{writer}", not args.warm_unpartitioned, options)
         for path in reports.glob("*"):
             path.unlink()
         for case in args.cases:
             tasks, partitions = (int(part) for part in case.split("x"))
-            df = frame(spark, tasks, partitions, args.rows_per_file)
-            runs = args.runs_large if tasks * partitions >= 10_000 and args.runs_large else args.runs
+            df = frame(spark, tasks, partitions, args.rows_per_file, args.files_per_task)
+            expected = tasks * partitions * args.files_per_task
+            runs = args.runs_large if expected >= 10_000 and args.runs_large else args.runs
             for index in range(runs):
-                order = WRITERS[index % 3 :] + WRITERS[: index % 3]
-                for writer in order:
+                shift = index % len(writers)
+                for writer in writers[shift:] + writers[:shift]:
                     dest = work / f"{case}-{writer}-{index}"
-                    wall = write_once(spark, df, writer, dest, partitioned=partitions > 1)
-                    metric = None if writer == "ours" else last_job_commit_metric(spark)
+                    wall = write_once(spark, df, writer, dest, partitions > 1, options)
+                    metric = None if writer in PROTOCOL_WRITERS else last_job_commit_metric(spark)
                     commit = None if writer == "v1" else summary_commit_job(reports)
                     sample = Sample(case, writer, index, wall, commit, metric, count_files(dest))
+                    if sample.files != expected:
+                        raise RuntimeError(f"{writer} wrote {sample.files} files into {dest}, not {expected}")
                     samples.append(sample)
                     print(json.dumps(asdict(sample)), flush=True)
                     shutil.rmtree(dest)
@@ -267,13 +307,18 @@ def table(samples: list[Sample]) -> str:
     def cell(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.2f}"
 
+    def ratio(a: float | None, b: float | None) -> str:
+        return "n/a" if a is None or not b else f"{a / b:.2f}"
+
     lines = [
         "| case | files | runs | writer | wall s | job commit s (summary) | job commit s (Spark metric) |",
         "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
     ]
     medians: dict[tuple[str, str], tuple[float | None, float | None, float | None]] = {}
-    for case in dict.fromkeys(sample.case for sample in samples):
-        for writer in WRITERS:
+    cases = list(dict.fromkeys(sample.case for sample in samples))
+    writers = [writer for writer in ALL_WRITERS if any(sample.writer == writer for sample in samples)]
+    for case in cases:
+        for writer in writers:
             rows = [sample for sample in samples if sample.case == case and sample.writer == writer]
             if not rows:
                 continue
@@ -286,20 +331,18 @@ def table(samples: list[Sample]) -> str:
                 f"| {cell(metric)} |"
             )
     lines.append("")
-    lines.append("| case | wall ours/v1 | wall ours/hadoop | job commit ours/hadoop | job commit ours/v1 (metric) |")
-    lines.append("| --- | ---: | ---: | ---: | ---: |")
-    for case in dict.fromkeys(sample.case for sample in samples):
-        ours, v1, hadoop = (
-            medians.get((case, writer), (None, None, None)) for writer in ("ours", "v1", "hadoop-manifest")
-        )
-
-        def ratio(a: float | None, b: float | None) -> str:
-            return "n/a" if a is None or not b else f"{a / b:.2f}"
-
-        lines.append(
-            f"| {case} | {ratio(ours[0], v1[0])} | {ratio(ours[0], hadoop[0])} | {ratio(ours[1], hadoop[1])} "
-            f"| {ratio(ours[1], v1[2])} |"
-        )
+    lines.append("| case | writer | wall / v1 | wall / hadoop | job commit / hadoop | job commit / v1 (metric) |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: |")
+    for case in cases:
+        v1, hadoop = (medians.get((case, writer), (None, None, None)) for writer in ("v1", "hadoop-manifest"))
+        for writer in PROTOCOL_WRITERS:
+            if (case, writer) not in medians:
+                continue
+            ours = medians[(case, writer)]
+            lines.append(
+                f"| {case} | {writer} | {ratio(ours[0], v1[0])} | {ratio(ours[0], hadoop[0])} "
+                f"| {ratio(ours[1], hadoop[1])} | {ratio(ours[1], v1[2])} |"
+            )
     return "\n".join(lines)
 
 
@@ -308,6 +351,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", nargs="+", default=list(DEFAULT_CASES), help="TASKSxPARTITIONS workloads")
     parser.add_argument("--runs", type=int, default=3, help="measured runs of each writer per case (default 3)")
     parser.add_argument("--runs-large", type=int, default=0, help="runs for cases of >= 10,000 files (0: --runs)")
+    parser.add_argument(
+        "--writers", nargs="+", choices=ALL_WRITERS, default=list(WRITERS), help="writers (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--files-per-task",
+        type=int,
+        default=1,
+        help="files per task and partition value, split by maxRecordsPerFile = --rows-per-file (default 1)",
+    )
+    parser.add_argument(
+        "--transactional-markers",
+        choices=("batched", "direct"),
+        default="batched",
+        help="markers.type of the ours-transactional writer (default batched, the library's default)",
+    )
+    parser.add_argument(
+        "--warm-unpartitioned", action="store_true", help="warm up with an unpartitioned write (default partitioned)"
+    )
     parser.add_argument("--rows-per-file", type=int, default=20, help="rows in each output file (default 20)")
     parser.add_argument("--workdir", default=None, help="directory for the outputs (default: the system temp dir)")
     parser.add_argument("--json", default=None, help="also write the samples to this JSON file")
