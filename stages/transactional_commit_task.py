@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..errors import CommitterError
@@ -16,9 +17,12 @@ from ..statistic_names import (
     COMMITTER_TASKS_COMPLETED,
     TASK_STAGE_COMMIT,
 )
+from ..store import FileStatus
 from ..transactions import TransactionPaths, attempt_tag, parse_data_file_name
 from .base import Stage
 from .save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
+
+PROBE_THREADS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +63,7 @@ class TransactionalCommitTaskStage(Stage[TransactionalCommitTaskArguments, Trans
             must_exist = arguments.outputs is not None
         files: list[FileEntry] = []
         directories: dict[str, int] = {}
-        for final in finals:
-            status = self.info(transaction.data_path(final))
+        for final, status in zip(finals, self._probe([transaction.data_path(f) for f in finals]), strict=True):
             if status is None or status.is_dir:
                 if must_exist:
                     raise CommitterError(
@@ -99,6 +102,14 @@ class TransactionalCommitTaskStage(Stage[TransactionalCommitTaskArguments, Trans
 
         saved = SaveTaskManifestStage(self.context).apply(SaveTaskManifestArguments(build))
         return TransactionalCommitTaskResult(saved.manifest)
+
+    def _probe(self, paths: list[str]) -> list[FileStatus | None]:
+        """One ``info`` per file, up to ``PROBE_THREADS`` at once where a call is a round trip (a task's files
+        probed one after another cost ~1 s per 50 files at 20 ms a call, the task side of the commit)."""
+        if len(paths) <= 1 or self.capabilities.microsecond_calls:
+            return [self.info(path) for path in paths]
+        with ThreadPoolExecutor(min(PROBE_THREADS, len(paths)), thread_name_prefix="task-commit-probe") as pool:
+            return list(pool.map(self.info, paths))
 
     def _selected(self, written: dict[str, str], outputs: Mapping[str, str] | None, attempt: str) -> list[str]:
         if outputs is None:
