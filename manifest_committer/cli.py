@@ -267,6 +267,7 @@ def _parser() -> argparse.ArgumentParser:
     rollback = commands.add_parser("rollback", help="delete the data files of dead transactional jobs (their markers)")
     rollback.add_argument("destination", metavar="DEST", help="the destination: plain path or fsspec URL")
     rollback.add_argument("--job", metavar="ID", help="roll back this job (you say it is dead), not every dead job")
+    rollback.add_argument("--dry-run", action="store_true", help="list the dead jobs and their files; change nothing")
     vacuum = commands.add_parser("vacuum", help="delete uncommitted and removed transactional data files, once old")
     vacuum.add_argument("destination", metavar="DEST", help="the destination: plain path or fsspec URL")
     vacuum.add_argument(
@@ -351,7 +352,7 @@ def _operate(args: argparse.Namespace, options: dict[str, Any]) -> str:
     if args.command in ("rollback", "vacuum"):
         destination = DestinationRequest(args.destination, config, options)
         if args.command == "rollback":
-            return run_rollback(destination, args.job)
+            return run_rollback(destination, args.job, dry_run=args.dry_run)
         return run_vacuum(destination, args.retention_hours, dry_run=args.dry_run)
     request = JobRequest(args.destination, args.job, args.attempt, config, options)
     if args.command == "abort":

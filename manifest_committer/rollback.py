@@ -44,8 +44,10 @@ def rollback(
     *,
     storage_options: dict[str, Any] | None = None,
     config: CommitterConfig | None = None,
+    dry_run: bool = False,
 ) -> list[RolledBack]:
-    """Roll back the named job, or every dead job of the destination; returns what was rolled back."""
+    """Roll back the named job, or every dead job of the destination; returns what was rolled back (with
+    ``dry_run``, what would be, each job's files from ``plan_abort``: nothing changes)."""
     config = config or CommitterConfig()
     store, root = open_store(url, storage_options)
     try:
@@ -77,7 +79,10 @@ def rollback(
     results = []
     for job, attempt, reason in candidates:
         with TransactionalCommitter(url, job, attempt, config, storage_options) as committer:
-            outcome = committer.abort_job()
+            outcome = committer.plan_abort() if dry_run else committer.abort_job()
+        if dry_run:
+            results.append(RolledBack(job, attempt, outcome.deleted, reason))
+            continue
         log.warning("Rolled back job %s attempt %d (%s): %d files deleted", job, attempt, reason, len(outcome.deleted))
         results.append(RolledBack(job, attempt, outcome.deleted, reason))
     return results

@@ -353,6 +353,13 @@ def test_rollback_rolls_back_dead_jobs_only_and_says_why(
     assert len(dead_files) == 2
     time.sleep(0.3)
     expiry = ["--conf", f"{EXPIRY}=0.2"]
+    before = data_names(dest)
+
+    planned = ok(capsys, "rollback", dest, *expiry, "--dry-run")
+
+    assert planned.startswith(f"Dry run: rollback of file://{dest} would undo 2 job attempt(s), deleting 2 data")
+    assert listed(planned) == urls(dest, dead_files)
+    assert data_names(dest) == before, "a dry run changes nothing"
 
     out = ok(capsys, "rollback", dest, *expiry)
 

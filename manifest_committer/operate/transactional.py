@@ -48,21 +48,31 @@ def _destination_url(request: DestinationRequest, job_id: str | None = None) -> 
         store.close()
 
 
-def run_rollback(request: DestinationRequest, job_id: str | None = None) -> str:
-    """Roll back every dead transactional job of the destination (or the named one); return what was deleted."""
+def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_run: bool = False) -> str:
+    """Roll back every dead transactional job of the destination (or the named one); return what was deleted
+    (with ``dry_run``, what would be: the same judgement of which jobs are dead, each job's abort planned)."""
     where, committed = _destination_url(request, job_id)
     if committed is not None:  # its state may be gone: rollback would call it "not a transactional job"
         return f"Nothing rolled back: job {job_id} of {where} is committed ({committed} is in place)"
-    rolled = rollback(request.destination, job_id, storage_options=request.storage_options, config=request.config)
+    rolled = rollback(
+        request.destination, job_id, storage_options=request.storage_options, config=request.config, dry_run=dry_run
+    )
     if not rolled:
         if job_id is not None:  # committed between the check above and the rollback's own
             return f"Nothing rolled back: job {job_id} of {where} is committed"
         return f"Nothing rolled back: no dead transactional job in {where} (jobs whose driver answers are left alone)"
     total = sum(len(job.deleted) for job in rolled)
-    lines = [f"Rolled back {len(rolled)} job attempt(s) of {where}: {total:,} data files deleted"]
+    if dry_run:
+        lines = [
+            f"Dry run: rollback of {where} would undo {len(rolled)} job attempt(s), deleting {total:,} data files "
+            "(nothing was changed)"
+        ]
+    else:
+        lines = [f"Rolled back {len(rolled)} job attempt(s) of {where}: {total:,} data files deleted"]
+    verb = "would delete" if dry_run else "deleted"
     for job in rolled:
         lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}): {job.reason}")
-        lines.append(f"  deleted {len(job.deleted):,} data files" + (":" if job.deleted else ""))
+        lines.append(f"  {verb} {len(job.deleted):,} data files" + (":" if job.deleted else ""))
         lines.extend(f"    {url}" for url in job.deleted)
     return "\n".join(lines)
 

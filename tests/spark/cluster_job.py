@@ -71,7 +71,7 @@ def main(master_url: str, arguments: dict[str, Any]) -> None:
         protocol = arguments.get("protocol", "auto")
         mcs.write(frame, arguments["out"], partition_by=["country"], mode="append", protocol=protocol)
         timings["write"] = time.monotonic() - started
-        read = session.read.schema(SCHEMA).format("parquet").load(arguments["out"])
+        read = mcs.read(session, arguments["out"], schema=SCHEMA)  # the committed files, under every protocol
         rows_read = [list(row) for row in read.select("id", "name", "country").collect()]
         Path(arguments["result"]).write_text(json.dumps({"rows": rows_read, "timings": timings}))
     finally:

@@ -11,12 +11,15 @@ import os
 import re
 import signal
 import time
+import urllib.parse
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import manifest_committer as mc
+from tests.fixtures.committing import task_side_name
 from tests.fixtures.spark_cluster import (
     WORKER_HOSTS,
     SparkCluster,
@@ -54,9 +57,12 @@ def attempts(markers: Path) -> list[dict[str, Any]]:
 def attempts_in_output(out: Path) -> dict[int, set[int]]:
     """Spark task attempt ids whose files are in the destination, by partition; fails on unknown files."""
     found: dict[int, set[int]] = defaultdict(set)
-    data = [p for p in out.rglob("*") if p.is_file() and not p.relative_to(out).parts[0].startswith("_")]
+    # What a reader may read: every data file, or under the transactional protocol the committed ones (a killed
+    # copy may still add an uncommitted straggler after the job commit), by the name the task wrote.
+    data = [urllib.parse.unquote(url).rsplit("/", 1)[1] for url in mc.committed_files(str(out))]
     assert data
-    for path in data:
+    for name in data:
+        path = Path(task_side_name(name))
         match = FILE_NAME.match(path.name)
         assert match, f"unexpected file in the destination: {path}"
         found[int(match["partition"])].add(int(match["attempt"]))
@@ -115,7 +121,8 @@ def test_executor_killed_while_tasks_write(spark_cluster: SparkCluster, tmp_path
     assert victim["task_attempt_id"] not in in_output[victim["partition"]]
 
 
-def test_speculative_copy_on_the_other_host(spark_cluster: SparkCluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2", "transactional"])
+def test_speculative_copy_on_the_other_host(spark_cluster: SparkCluster, tmp_path: Path, protocol: str) -> None:
     conf = {
         "spark.speculation": "true",
         "spark.speculation.multiplier": "1.5",
@@ -123,7 +130,7 @@ def test_speculative_copy_on_the_other_host(spark_cluster: SparkCluster, tmp_pat
         "spark.speculation.minTaskRuntime": "1s",
         "spark.speculation.interval": "100ms",
     }
-    arguments = run_arguments(tmp_path, slow_partitions=[0], sleep_seconds=40, conf=conf)
+    arguments = run_arguments(tmp_path, slow_partitions=[0], sleep_seconds=40, conf=conf, protocol=protocol)
     job = finish_cluster_job(start_cluster_job(spark_cluster, JOB_MODULE, arguments), Path(arguments["result"]))
 
     assert_row_exact(job.result)
