@@ -16,6 +16,7 @@ of the same child; each test id names the marker type and the step the child was
 from __future__ import annotations
 
 import functools
+import shutil
 import tempfile
 import time
 import urllib.parse
@@ -72,10 +73,27 @@ def abort_reference(markers: MarkerType) -> list[Event]:
     return transactional_reference_events(markers, "abort", before=lambda scenario: _kill(scenario, "commit", middle))
 
 
+def commit_kill_points(markers: MarkerType) -> list[KillPoint]:
+    """The spread of ``select_kill_points``, less the steps inside the cleanup's recursive deletes: they come
+    after the commit point, in the cleanup stage every protocol shares, and ``tests/test_kill.py`` kills inside
+    it; a kill before each of its calls stays."""
+    events = commit_reference(markers)
+    return [
+        point
+        for point in select_kill_points(events)
+        if not (events[point.index].in_call and events[point.index].kind.startswith("delete_dir|"))
+    ]
+
+
+def abort_kill_points(markers: MarkerType) -> list[KillPoint]:
+    """Every spread step of the abort, inside its cleanup too: an abort killed there must be repeatable."""
+    return select_kill_points(abort_reference(markers))
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    for name, reference in (("commit_kill", commit_reference), ("abort_kill", abort_reference)):
+    for name, points in (("commit_kill", commit_kill_points), ("abort_kill", abort_kill_points)):
         if name in metafunc.fixturenames:
-            cases = [(markers, point) for markers in MARKER_TYPES for point in select_kill_points(reference(markers))]
+            cases = [(markers, point) for markers in MARKER_TYPES for point in points(markers)]
             metafunc.parametrize(("markers", name), cases, ids=[f"{markers}-{point.id}" for markers, point in cases])
 
 
@@ -86,6 +104,32 @@ def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, markers: MarkerTyp
     scenario.spill.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
     return scenario
+
+
+Prepare = Callable[[TransactionalScenario, bool], Listing]
+
+
+@pytest.fixture(scope="session")
+def prepare(tmp_path_factory: pytest.TempPathFactory) -> Prepare:
+    """``prepare(scenario, killed_mid_commit)`` gives the scenario's destination as before the job (user files,
+    an earlier job committed), or, with ``killed_mid_commit``, as a job commit killed halfway through its deletes
+    left it; returns the destination before the job. Each state is made once per marker type and copied: a
+    fresh committer acts on the files alone, so a copy is the state itself, and the tests stay fast."""
+    made: dict[tuple[MarkerType, bool], tuple[Path, Listing]] = {}
+
+    def copy(scenario: TransactionalScenario, killed_mid_commit: bool) -> Listing:
+        key = (scenario.markers, killed_mid_commit)
+        if key not in made:
+            template = TransactionalScenario(tmp_path_factory.mktemp(f"template-{scenario.markers}"), scenario.markers)
+            before = template.prepare()
+            if killed_mid_commit:
+                _kill(template, "commit", middle_straggler_delete(commit_reference(scenario.markers)))
+            made[key] = (template.dest, before)
+        source, before = made[key]
+        shutil.copytree(source, scenario.dest, symlinks=True)
+        return before
+
+    return copy
 
 
 def _kill(scenario: TransactionalScenario, action: Action, point: KillPoint) -> None:
@@ -235,10 +279,12 @@ def transaction_id_of_job() -> str:
 
 
 @pytest.mark.parametrize("markers", MARKER_TYPES)
-def test_a_kill_before_the_commit_leaves_a_dead_job_that_rollback_undoes(scenario: TransactionalScenario) -> None:
+def test_a_kill_before_the_commit_leaves_a_dead_job_that_rollback_undoes(
+    scenario: TransactionalScenario, prepare: Prepare
+) -> None:
     """Killed with the job set up and its tasks done: its driver is gone (the marker server with it, or its
     heartbeat stale), so ``mc.rollback`` finds the job dead and puts the destination back from the files."""
-    before = scenario.prepare()
+    before = prepare(scenario, False)
     _kill(scenario, "commit", KillPoint(COMMIT_BEGINS, 0, 0))
     assert not _committed_record(scenario).exists()
     time.sleep(0.25)
@@ -254,10 +300,10 @@ def test_a_kill_before_the_commit_leaves_a_dead_job_that_rollback_undoes(scenari
 # --- kill the job commit, then rerun it ----------------------------------------------------------------------------
 
 
-def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario) -> None:
+def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario, prepare: Prepare) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the accepted attempts' files, every other
     attempt's file gone, the job's records and ``_SUCCESS`` right, no state left."""
-    before = scenario.prepare()
+    before = prepare(scenario, False)
     _kill(scenario, "commit", commit_kill)
     report = Report(scenario, f"rerun after a kill before {commit_kill.id}", listing(scenario.dest, temporary=True))
 
@@ -286,10 +332,10 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenari
 # --- kill the job commit, then abort -------------------------------------------------------------------------------
 
 
-def test_abort_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario) -> None:
+def test_abort_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario, prepare: Prepare) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination byte for byte as before the
     job; after it, the job's output stays. A second abort changes nothing."""
-    before = scenario.prepare()
+    before = prepare(scenario, False)
     _kill(scenario, "commit", commit_kill)
     killed = listing(scenario.dest, temporary=True)
     record = committed_record_name(scenario.tid)
@@ -325,11 +371,12 @@ def _abort(scenario: TransactionalScenario) -> None:
 # --- kill an abort part-way, then abort again ------------------------------------------------------------------
 
 
-def test_abort_again_after_killed_abort(abort_kill: KillPoint, scenario: TransactionalScenario) -> None:
+def test_abort_again_after_killed_abort(
+    abort_kill: KillPoint, scenario: TransactionalScenario, prepare: Prepare
+) -> None:
     """A commit killed halfway through its deletes of other attempts' files, then an abort killed too: a fresh
     abort still puts the destination back as it was before the job."""
-    before = scenario.prepare()
-    _kill(scenario, "commit", middle_straggler_delete(commit_reference(scenario.markers)))
+    before = prepare(scenario, True)  # a job commit killed halfway through its deletes
     _kill(scenario, "abort", abort_kill)
     report = Report(
         scenario,
