@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import MarkerError
-from ..markers.layout import MarkerPaths
+from ..markers.layout import MarkerPaths, batched_file_index
 from ..parallel import run_bounded
 from ..paths import JobPaths
 from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
@@ -72,8 +72,9 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
             max_in_flight=self.context.max_in_flight,
             on_result=lambda url: deleted.append(url) if url else None,
         )
-        remove_emptied_directories(self, [self.from_url(url) for url in deleted])
+        remove_emptied_directories(self, targets)  # also those an earlier, killed abort emptied
         self.delete_file(transaction.started)
+        retire_batched_markers(self, transaction.job)
         cleanup = self._cleanup()
         log.info("%s: deleted %d data files of job %s", self.name, len(deleted), self.paths.job_id)
         return TransactionalAbortJobResult(False, tuple(sorted(deleted)), cleanup)
@@ -104,6 +105,24 @@ def marker_named_files(gate: Stage[Any, Any], transaction: TransactionPaths) -> 
     return sorted(paths)
 
 
+def retire_batched_markers(gate: Stage[Any, Any], job: JobPaths) -> None:
+    """Delete the ``MARKERS<i>`` files of this job attempt and its earlier ones, ahead of the cleanup.
+
+    The reverse of the server's order (``MARKERS.type`` first, then the batches): the cleanup's recursive delete
+    goes in the store's own order, and an abort killed inside it after ``MARKERS.type`` went would leave batches
+    without their type, which the marker reader refuses, so that every later abort would fail. Called once the
+    data files they name are gone."""
+    for attempt in _attempts_up_to(gate, job):
+        markers_dir = MarkerPaths(JobPaths(job.dest, job.job_id, attempt)).markers_dir
+        try:
+            entries = gate.list_dir(markers_dir)
+        except FileNotFoundError:
+            continue
+        for status in entries:
+            if not status.is_dir and batched_file_index(posixpath.basename(status.path)) is not None:
+                gate.delete_file(status.path)
+
+
 def _attempts_up_to(gate: Stage[Any, Any], job: JobPaths) -> list[int]:
     """This job attempt and the earlier attempts that left state under the job's directory."""
     try:
@@ -115,15 +134,19 @@ def _attempts_up_to(gate: Stage[Any, Any], job: JobPaths) -> list[int]:
     return sorted(earlier | {job.job_attempt})
 
 
-def remove_emptied_directories(gate: Stage[Any, Any], deleted: list[str]) -> None:
-    """On stores with real directories, remove the parents of deleted data files that are now empty, deepest
-    first, never the destination itself. A directory that existed empty before the job and received its files
-    goes too: which parents a task created is not recorded (the markers name files only)."""
+def remove_emptied_directories(gate: Stage[Any, Any], doomed: list[str]) -> None:
+    """On stores with real directories, remove the parents of the data files that were to be deleted that are
+    now empty, deepest first, never the destination itself.
+
+    ``doomed`` is every file the caller set out to delete, not only those it found: a run killed after its
+    deletes and before this left emptied directories that a rerun or a second abort finds no file in. A
+    directory that existed empty before the job and received its files goes too: which parents a task created
+    is not recorded (the markers name files only)."""
     if not gate.capabilities.real_directories:
         return
     root = gate.paths.dest.rstrip("/")
     parents: set[str] = set()
-    for path in deleted:
+    for path in doomed:
         parent = posixpath.dirname(path)
         while parent.startswith(root + "/"):
             parents.add(parent)

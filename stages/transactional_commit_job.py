@@ -95,9 +95,10 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             accepted = started.accepted
         loaded = self._load(transaction, accepted)
         if started is None:
-            write_commit_record(
-                self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in loaded}, 0)
-            )
+            # No renames to cut into units: one unit of one, the smallest size the record admits (with 0 every
+            # reader took the record for a torn one, and a rerun committed whatever it was now told to).
+            accepted_now = {m.task_id: m.task_attempt_id for m in loaded}
+            write_commit_record(self, CommitRecord(self.paths.job_id, accepted_now, 1))
         added = {relative: size for manifest in loaded for relative, size in manifest.files}
         if self.config.validate_output:
             self._validate(transaction, added)
@@ -216,7 +217,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             max_in_flight=self.context.max_in_flight,
             on_result=deleted.append,
         )
-        remove_emptied_directories(self, [path for path in deleted if path])
+        remove_emptied_directories(self, doomed)  # also those a killed earlier run emptied
         count = sum(1 for path in deleted if path)
         if count:
             log.info("%s: deleted %d files of attempts that were not committed", self.name, count)
@@ -262,6 +263,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                 raise JobStateError(
                     f"{self.to_url(transaction.committed)}: committed by job {record.job_id}, not {self.paths.job_id}"
                 )
+            self._recount(transaction, record.added)
             success = self._summary(sorted(record.added))
             if self.info(self.paths.job_attempt_dir) is not None:
                 self._publish(success)  # killed between the commit point and commit-finished
@@ -270,6 +272,27 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
         self._cleanup(arguments)
         return TransactionalCommitJobResult(success, 0, len(success.filenames), 0, already_committed=True)
+
+    def _recount(self, transaction: TransactionPaths, added: Sequence[str]) -> None:
+        """The totals of a commit whose summary died with its process (killed between ``_committed_<tid>`` and
+        ``_SUCCESS``): files and bytes from the committed files in the store, tasks from ``commit-started``."""
+        sizes: list[int] = []
+
+        def size(relative: str) -> int:
+            status = self.info(transaction.data_path(relative))
+            if status is None:
+                log.warning("%s: committed file %s is missing", self.name, self.to_url(transaction.data_path(relative)))
+                return 0
+            return status.size
+
+        run_bounded(
+            self.context.pool, list(added), size, max_in_flight=self.context.max_in_flight, on_result=sizes.append
+        )
+        self.stats.set_counter(COMMITTER_FILES_COMMITTED, len(added))
+        self.stats.set_counter(COMMITTER_BYTES_COMMITTED, sum(sizes))
+        started = read_commit_record(self)
+        if started is not None:
+            self.stats.set_counter(COMMITTER_TASKS_COMPLETED, len(started.accepted))
 
     def _cleanup(self, arguments: TransactionalCommitJobArguments) -> CleanupResult:
         cleanup = CleanupStage(self.context).apply(

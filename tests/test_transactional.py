@@ -8,13 +8,17 @@ import posixpath
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.store import StoreOperations
+from manifest_committer.store.faults import Fault, FaultInjectingStore
+from manifest_committer.store.wrapping import WrappingStore
 from manifest_committer.transactional_committer import TransactionalCommitter
 from manifest_committer.transactions import (
     TransactionPaths,
@@ -521,3 +525,129 @@ def test_a_rerun_of_an_old_jobs_commit_leaves_a_later_jobs_success(
 
     assert again.job_id == "job-a" and len(again.filenames) == 1
     assert success_file(second).job_id == "job-b"
+
+
+# --- after a kill (the cases tests/test_kill_transactional.py found, each made small) ------------------------------
+
+
+def test_a_rerun_and_an_abort_remove_directories_a_killed_run_emptied(
+    tmp_path: Path, committers: list[TransactionalCommitter]
+) -> None:
+    """A run killed after deleting a file and before removing its emptied directory: the rerun (or the second
+    abort) finds no file there, and must still remove the directory."""
+    destination = str(tmp_path / "out")
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0_0", {"only-failed/part-0.csv": b"failed"}, commit=False)
+    run_task(committer, "task_0", "attempt_0_1", {"part-0.csv": b"retry"})
+    (failed,) = tmp_path.glob("out/only-failed/*.csv")
+    failed.unlink()  # what the killed job commit had done
+
+    committer.commit_job({"task_0": "attempt_0_1"})
+
+    assert not (tmp_path / "out" / "only-failed").exists()
+    aborted = new_job(destination, committers, job_id="job-2")
+    run_task(aborted, "task_0", "attempt_0_0", {"p/part-0.csv": b"x"})
+    aborted.close()
+    (written,) = tmp_path.glob("out/p/*.csv")
+    written.unlink()  # what the killed abort had done
+
+    TransactionalCommitter(destination, "job-2", config=FAST).abort_job()
+
+    assert not (tmp_path / "out" / "p").exists()
+
+
+def test_a_rerun_after_the_commit_point_counts_the_jobs_files_in_success(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    """Killed between ``_committed_<tid>`` and ``_SUCCESS``: the rerun's ``_SUCCESS`` counts the job's files and
+    bytes (from the files in place) and its tasks, as the commit that died would have."""
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0", {"a.csv": b"aaa", "d/b.csv": b"bb"})
+    run_task(committer, "task_1", "attempt_1", {"c.csv": b"c"})
+    committer.close()
+    no_success = Fault("write_bytes", "_SUCCESS", error=lambda: PermissionError("injected: killed"), times=None)
+    dying = TransactionalCommitter(
+        destination, "job-1", config=FAST, store_wrapper=lambda inner: FaultInjectingStore(inner, [no_success])
+    )
+    committers.append(dying)
+    with pytest.raises(PermissionError):
+        dying.commit_job()
+    rerun = TransactionalCommitter(destination, "job-1", config=FAST)
+    committers.append(rerun)
+    assert committed_record_name(transaction_id("job-1")) in tree(rerun)
+
+    again = rerun.commit_job()
+
+    for success in (again, success_file(rerun)):
+        counters = success.iostatistics.counters
+        assert counters["committer_files_committed"] == 3
+        assert counters["committer_bytes_committed"] == 6
+        assert counters["committer_tasks_completed"] == 2
+
+
+class _KilledInsideCleanup(WrappingStore):
+    """The first recursive delete of the job's state removes ``MARKERS.type`` and then the process dies: the
+    store's own order inside one delete is not ours to choose."""
+
+    def __init__(self, inner: StoreOperations, type_file: str) -> None:
+        super().__init__(inner)
+        self.type_file = type_file
+        self.fired = False
+
+    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
+        if operation == "delete_dir" and "/_temporary/" in path and not self.fired:
+            self.fired = True
+            self.inner.delete_file(self.type_file)
+            raise PermissionError(f"injected: killed while deleting {path}")
+        return call()
+
+
+def test_an_abort_killed_inside_its_cleanup_can_be_run_again(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    """The batched marker files go before the cleanup: an abort killed after the cleanup removed
+    ``MARKERS.type`` must not leave ``MARKERS<i>`` that the reader refuses without it."""
+    earlier = new_job(destination, committers, job_id="job-0")
+    run_task(earlier, "task_0", "attempt_0", {"kept.csv": b"earlier job"})
+    earlier.commit_job()
+    before = tree(earlier)
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0", {"d/part-0.csv": b"x"})
+    run_task(committer, "task_1", "attempt_1", {"part-1.csv": b"y"})
+    committer.close()
+    type_file = committer.marker_paths.type_file
+    dying = TransactionalCommitter(
+        destination, "job-1", config=FAST, store_wrapper=lambda inner: _KilledInsideCleanup(inner, type_file)
+    )
+    committers.append(dying)
+    with pytest.raises(PermissionError):
+        dying.abort_job()
+
+    TransactionalCommitter(destination, "job-1", config=FAST).abort_job()
+
+    assert tree(earlier) == before
+
+
+def test_a_rerun_finishes_with_the_attempts_the_killed_commit_began_with(
+    destination: str, committers: list[TransactionalCommitter]
+) -> None:
+    """``commit-started`` holds the accepted attempts: a rerun told other ones is refused, rather than deleting
+    the accepted attempt's files as debris and committing an empty job."""
+    committer = new_job(destination, committers)
+    run_task(committer, "task_0", "attempt_0", {"a.csv": b"accepted"})
+    committer.close()
+    no_commit = Fault("write_bytes", "_committed_", error=lambda: PermissionError("injected: killed"), times=None)
+    dying = TransactionalCommitter(
+        destination, "job-1", config=FAST, store_wrapper=lambda inner: FaultInjectingStore(inner, [no_commit])
+    )
+    committers.append(dying)
+    with pytest.raises(PermissionError):
+        dying.commit_job({"task_0": "attempt_0"})
+
+    with pytest.raises(mc.JobStateError, match="already began committing"):
+        TransactionalCommitter(destination, "job-1", config=FAST).commit_job({})
+    rerun = TransactionalCommitter(destination, "job-1", config=FAST)
+    committers.append(rerun)
+    rerun.commit_job({"task_0": "attempt_0"})
+
+    assert readable(rerun) == {"a.csv": b"accepted"}
