@@ -3,10 +3,14 @@ job commit, abort, vacuum and rollback leave, with both kinds of markers, and wh
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import posixpath
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +20,7 @@ import orjson
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.paths import TRASH_DIR
 from manifest_committer.store import StoreOperations
 from manifest_committer.store.faults import Fault, FaultInjectingStore
 from manifest_committer.store.wrapping import WrappingStore
@@ -27,7 +32,7 @@ from manifest_committer.transactions import (
     parse_data_file_name,
     transaction_id,
 )
-from tests.fixtures.committing import FAST, run_task, success_file, tree, write
+from tests.fixtures.committing import FAST, FaultCapture, run_task, success_file, tree, write
 
 MARKER_TYPES = pytest.mark.parametrize("markers", ["batched", "direct"])
 
@@ -651,3 +656,108 @@ def test_a_rerun_finishes_with_the_attempts_the_killed_commit_began_with(
     rerun.commit_job({"task_0": "attempt_0"})
 
     assert readable(rerun) == {"a.csv": b"accepted"}
+
+
+# --- a crash at every step of the job commit, on every store ------------------------------------------------------
+
+
+class _Recorder(FaultInjectingStore):
+    """Records every store call (operation, path) of the committer it wraps."""
+
+    def __init__(self, inner: StoreOperations, steps: list[tuple[str, str]]) -> None:
+        super().__init__(inner)
+        self.steps = steps
+
+    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
+        self.steps.append((operation, path))
+        return super().around(operation, path, call)
+
+
+def _crash_scenario(destination: str, committers: list[TransactionalCommitter]) -> TransactionalCommitter:
+    """An earlier committed job, then a job with a winner, a speculative loser and a failed attempt per task."""
+    earlier = new_job(destination, committers, job_id="job-0")
+    run_task(earlier, "task_0", "attempt_0", {"dt=0/kept.csv": b"earlier"})
+    earlier.commit_job()
+    job = new_job(destination, committers)
+    run_task(job, "task_0_a", "attempt_0_a", {"dt=1/part-0.csv": b"winner 0"})
+    run_task(job, "task_0_b", "attempt_0_b", {"dt=1/part-0.csv": b"loser 0", "dt=9/only-loser.csv": b"x"})
+    run_task(job, "task_1_a", "attempt_1_a", {"dt=2/part-1.csv": b"failed"}, commit=False)
+    run_task(job, "task_1_b", "attempt_1_b", {"dt=2/part-1.csv": b"winner 1"})
+    job.close()  # its marker server stops: the crashed commit, the rerun and the abort read the files
+    return earlier
+
+
+LOCAL_ONLY_STEPS = ("remove_empty_dir", "rename_dir", "mkdirs")
+ACCEPTED = {"task_0_a": "attempt_0_a", "task_1_b": "attempt_1_b"}
+EXPECTED = {"dt=0/kept.csv": b"earlier", "dt=1/part-0.csv": b"winner 0", "dt=2/part-1.csv": b"winner 1"}
+
+
+def _steps_of_a_commit(tmp_path: Path) -> list[tuple[str, str]]:
+    """The distinct steps of the scenario's job commit (digits folded, so every MARKERS<i> or task is one step),
+    each as (operation, path relative to the destination), from a reference run on local disk; the steps every
+    store takes (not those of real directories and the trash, which only local disk has)."""
+    destination = str(tmp_path / "reference")
+    built: list[TransactionalCommitter] = []
+    try:
+        _crash_scenario(destination, built)
+        calls: list[tuple[str, str]] = []
+        with TransactionalCommitter(
+            destination, "job-1", config=FAST, store_wrapper=lambda inner: _Recorder(inner, calls)
+        ) as committer:
+            committer.commit_job(ACCEPTED)
+    finally:
+        for committer in built:
+            committer.close()
+    root = destination.rstrip("/") + "/"
+    steps: dict[tuple[str, str], tuple[str, str]] = {}
+    for operation, path in calls:
+        relative = path.split(" -> ")[0].removeprefix(root)
+        if operation in LOCAL_ONLY_STEPS or TRASH_DIR in relative:
+            continue  # steps of stores with real directories (and a trash); the SIGKILL tests cover them
+        steps.setdefault((operation, re.sub(r"[0-9]+", "N", relative)), (operation, relative))
+    return list(steps.values())
+
+
+@functools.cache
+def commit_steps() -> list[tuple[str, str]]:
+    with tempfile.TemporaryDirectory() as directory:
+        return _steps_of_a_commit(Path(directory))
+
+
+@pytest.mark.parametrize("then", ["rerun", "abort"])
+@pytest.mark.parametrize("step", range(len(commit_steps())), ids=lambda i: "{}:{}".format(*commit_steps()[i]))
+def test_a_crash_at_any_step_of_the_job_commit_then_rerun_or_abort(
+    destination: str, committers: list[TransactionalCommitter], step: int, then: str
+) -> None:
+    """The commit fails right after one of its store calls took effect (a crash there); a fresh committer then
+    finishes it, or aborts: before the commit point back to the destination as it was, after it the output kept."""
+    operation, relative = commit_steps()[step]
+    earlier = _crash_scenario(destination, committers)
+    before_job = {p: d for p, d in tree(earlier).items() if "job-1" not in p and transaction_id("job-1") not in p}
+    before_job = {p: d for p, d in before_job.items() if not p.startswith("dt=") or p.startswith("dt=0")}
+    fault = Fault(operation, relative, when="after", error=lambda: PermissionError("injected crash"))
+    capture = FaultCapture([fault])
+    crashing = TransactionalCommitter(destination, "job-1", config=FAST, store_wrapper=capture)
+    committers.append(crashing)
+    with contextlib.suppress(PermissionError):
+        crashing.commit_job(ACCEPTED)
+    assert capture.injecting.injected[operation] == 1, "the step was reached"
+    committed = TransactionPaths(crashing.paths).committed
+    past_commit_point = earlier.store.info(committed) is not None
+    fresh = TransactionalCommitter(destination, "job-1", config=FAST)
+    committers.append(fresh)
+
+    if then == "rerun":
+        fresh.commit_job(ACCEPTED)
+        assert readable(earlier) == EXPECTED
+        assert success_file(earlier).job_id == "job-1"
+        assert not any(path.startswith("_temporary/job-1") for path in tree(earlier))
+    else:
+        fresh.abort_job()
+        if past_commit_point:
+            assert readable(earlier) == EXPECTED
+        else:
+            assert {p: d for p, d in tree(earlier).items() if not p.startswith("_temporary")} == {
+                p: d for p, d in before_job.items() if not p.startswith("_temporary")
+            }
+        assert TransactionalCommitter(destination, "job-1", config=FAST).abort_job().deleted == ()
