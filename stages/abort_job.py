@@ -10,7 +10,7 @@ from ..errors import JobStateError, ManifestError
 from ..parallel import run_bounded
 from ..statistic_names import JOB_STAGE_ABORT
 from .base import Stage
-from .cleanup import CleanupArguments, CleanupResult, CleanupStage
+from .cleanup import CleanupResult, clean_up_job
 from .journal import (
     CommitRecord,
     Evidence,
@@ -74,8 +74,7 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         if record is not None and committed_summary(self) is None:
             reverted, removed = self._revert(arguments, record)
             self.delete_file(self.paths.commit_started_path)  # nothing of this commit is left to undo
-        cleanup = CleanupStage(self.context).apply(CleanupArguments.from_config(self.config, suppress_errors=True))
-        self.context.active_stage = self.name
+        cleanup = clean_up_job(self, suppress_errors=True)
         return AbortJobResult(reverted, removed, cleanup)
 
     def _revert(self, arguments: AbortJobArguments, record: CommitRecord) -> tuple[int, int]:

@@ -307,6 +307,16 @@ def wait_for_background_cleanup(paths: JobPaths | None = None, timeout: float | 
         return not any(thread.is_alive() for thread in threads)
 
 
+def clean_up_job(gate: Stage[Any, Any], *, suppress_errors: bool, background: bool = False) -> CleanupResult:
+    """Run the cleanup stage inside a job commit or abort (``gate``), under Hadoop's ``cleanup.*`` keys, then make
+    ``gate`` the active stage again, so that a failure after the cleanup names the commit or abort."""
+    cleanup = CleanupStage(gate.context).apply(
+        CleanupArguments.from_config(gate.config, suppress_errors=suppress_errors, background=background)
+    )
+    gate.context.active_stage = gate.name
+    return cleanup
+
+
 def summary_in_trash(gate: Stage[Any, Any]) -> SuccessData | None:
     """This job's summary from its ``commit-finished`` record in the trash: how a rerun of ``commit_job`` after
     its job directory was moved there (and ``marksuccessfuljobs=false``, so no ``_SUCCESS``) finds the job

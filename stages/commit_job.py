@@ -22,7 +22,7 @@ from ..statistic_names import (
 from ..store import open_store
 from ..success_data import DIAGNOSTIC_MANIFESTS, SuccessData
 from .base import Stage
-from .cleanup import CleanupArguments, CleanupResult, CleanupStage, summary_in_trash
+from .cleanup import CleanupResult, clean_up_job, summary_in_trash
 from .create_directories import CreateDirectoriesArguments, CreateDirectoriesStage
 from .journal import (
     CommitRecord,
@@ -127,15 +127,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         """After the commit point: a failure is raised unless ``cleanup-failures.ignored``, but the record of
         the finish outlives everything else, so neither a rerun nor an abort can undo the output. Where the
         store can, the job's state moves into the trash in one call and is deleted after this returns."""
-        cleanup = CleanupStage(self.context).apply(
-            CleanupArguments.from_config(
-                self.config,
-                suppress_errors=self.config.cleanup_failures_ignored,
-                background=arguments.background_cleanup,
-            )
+        return clean_up_job(
+            self, suppress_errors=self.config.cleanup_failures_ignored, background=arguments.background_cleanup
         )
-        self.context.active_stage = self.name
-        return cleanup
 
     def _set_job_counters(self, loaded: LoadManifestsResult, renamed: RenameFilesResult) -> None:
         # Set, not summed: the task statistics merged from the manifests count the same files already.

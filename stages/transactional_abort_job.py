@@ -14,7 +14,7 @@ from ..paths import JobPaths
 from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
 from ..transactions import TransactionPaths, parse_data_file_name
 from .base import Stage
-from .cleanup import CleanupArguments, CleanupResult, CleanupStage
+from .cleanup import CleanupResult, clean_up_job
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +80,7 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
         return TransactionalAbortJobResult(False, tuple(sorted(deleted)), cleanup)
 
     def _cleanup(self) -> CleanupResult:
-        cleanup = CleanupStage(self.context).apply(
-            CleanupArguments.from_config(self.config, suppress_errors=False, background=False)
-        )
-        self.context.active_stage = self.name
-        return cleanup
+        return clean_up_job(self, suppress_errors=False)
 
 
 def marker_named_files(gate: Stage[Any, Any], transaction: TransactionPaths) -> list[str]:

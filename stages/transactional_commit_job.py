@@ -36,7 +36,7 @@ from ..store import FileStatus
 from ..success_data import SuccessData
 from ..transactions import TransactionPaths, TransactionRecord, attempt_tag, parse_data_file_name, relative_to
 from .base import Stage
-from .cleanup import CleanupArguments, CleanupResult, CleanupStage, summary_in_trash
+from .cleanup import CleanupResult, clean_up_job, summary_in_trash
 from .journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
 from .transactional_abort_job import marker_named_files, remove_emptied_directories
 
@@ -295,12 +295,6 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             self.stats.set_counter(COMMITTER_TASKS_COMPLETED, len(started.accepted))
 
     def _cleanup(self, arguments: TransactionalCommitJobArguments) -> CleanupResult:
-        cleanup = CleanupStage(self.context).apply(
-            CleanupArguments.from_config(
-                self.config,
-                suppress_errors=self.config.cleanup_failures_ignored,
-                background=arguments.background_cleanup,
-            )
+        return clean_up_job(
+            self, suppress_errors=self.config.cleanup_failures_ignored, background=arguments.background_cleanup
         )
-        self.context.active_stage = self.name
-        return cleanup
