@@ -102,14 +102,17 @@ def test_a_crash_at_any_step_of_the_job_commit_then_rerun_or_abort(
     _crash_then(destination, case, then)
 
 
-V1_CASES = [case for case in CASES if case[0] == "v1"]
+MUTATIONS = ("write_bytes", "delete_file", "delete_dir", "rename_file")
+V1_CASES = [case for case in CASES if case[0] == "v1" and commit_steps("v1")[case[1]][0] in MUTATIONS]
+"""A crash after a read leaves the store as a crash after the change before it: the changing steps give every
+state a crash can leave."""
 
 
 @pytest.mark.parametrize("case", V1_CASES, ids=_case_id)
 def test_a_crash_at_any_step_of_a_v1_commit_on_the_emulators_then_abort(
     cloud_destination: str, case: tuple[str, int]
 ) -> None:
-    """On the object stores, v1 (whose rename is a copy then a delete there) aborted after a crash at every step:
+    """On the object stores, v1 (whose rename is a copy then a delete there) aborted after a crash at every change:
     the store-specific part of the promise. Reruns and the other protocols run on memory and local disk above (the
     emulators cost a second or more per case; the whole matrix would add minutes to the suite)."""
     _crash_then(cloud_destination, case, "abort")

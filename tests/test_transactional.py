@@ -33,6 +33,7 @@ from manifest_committer.transactions import (
     transaction_id,
 )
 from tests.fixtures.committing import FAST, FaultCapture, run_task, success_file, tree, write
+from tests.fixtures.stores import CORE_STORES, store_destination
 
 MARKER_TYPES = pytest.mark.parametrize("markers", ["batched", "direct"])
 
@@ -724,13 +725,39 @@ def commit_steps() -> list[tuple[str, str]]:
         return _steps_of_a_commit(Path(directory))
 
 
+MUTATIONS = ("write_bytes", "delete_file", "delete_dir", "rename_file")
+
+
+@pytest.fixture(params=CORE_STORES)
+def core_destination(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    yield from store_destination(request, tmp_path)
+
+
 @pytest.mark.parametrize("then", ["rerun", "abort"])
 @pytest.mark.parametrize("step", range(len(commit_steps())), ids=lambda i: "{}:{}".format(*commit_steps()[i]))
 def test_a_crash_at_any_step_of_the_job_commit_then_rerun_or_abort(
-    destination: str, committers: list[TransactionalCommitter], step: int, then: str
+    core_destination: str, committers: list[TransactionalCommitter], step: int, then: str
 ) -> None:
     """The commit fails right after one of its store calls took effect (a crash there); a fresh committer then
-    finishes it, or aborts: before the commit point back to the destination as it was, after it the output kept."""
+    finishes it, or aborts: before the commit point back to the destination as it was, after it the output kept.
+    Memory and local disk: every step."""
+    _crash_then(core_destination, committers, step, then)
+
+
+CHANGING_STEPS = [index for index, (operation, _) in enumerate(commit_steps()) if operation in MUTATIONS]
+
+
+@pytest.mark.parametrize("then", ["rerun", "abort"])
+@pytest.mark.parametrize("step", CHANGING_STEPS, ids=lambda i: "{}:{}".format(*commit_steps()[i]))
+def test_a_crash_after_any_change_of_the_job_commit_on_the_emulators(
+    cloud_destination: str, committers: list[TransactionalCommitter], step: int, then: str
+) -> None:
+    """Azurite and fake-gcs-server: a crash after each step that changes the store. A crash after a read leaves
+    the store as a crash after the change before it does, so these are all the states a crash can leave."""
+    _crash_then(cloud_destination, committers, step, then)
+
+
+def _crash_then(destination: str, committers: list[TransactionalCommitter], step: int, then: str) -> None:
     operation, relative = commit_steps()[step]
     earlier = _crash_scenario(destination, committers)
     before_job = {p: d for p, d in tree(earlier).items() if "job-1" not in p and transaction_id("job-1") not in p}
