@@ -56,10 +56,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import orjson
 
 from ..committer import CommitterBase
-from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
+from ..config import CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols import create_committer, resolve_protocol
 from ..writing.formats import OutputFormat, output_format
+from ..writing.job import int_option, is_committer_key
 from ..writing.modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output
 from ..writing.task_output import TaskOutput as _TaskOutput
 
@@ -115,14 +116,10 @@ _PLAIN_OPTIONS = frozenset(
 )
 
 
-def _is_committer_key(key: str) -> bool:
-    return key.lower().removeprefix(SPARK_HADOOP_PREFIX).startswith((MANIFEST_PREFIX, FILE_OUTPUT_PREFIX))
-
-
 def committer_conf(conf: Mapping[str, str]) -> dict[str, str]:
     """The committer's keys of a Spark or Hadoop conf (``spark.hadoop.`` prefix or not), with the session's
     ``spark.sql.sources.partitionOverwriteMode``: what the driver ships to the data source as options."""
-    selected = {key: value for key, value in conf.items() if _is_committer_key(key)}
+    selected = {key: value for key, value in conf.items() if is_committer_key(key)}
     if PARTITION_OVERWRITE_MODE_KEY in conf:
         selected[PARTITION_OVERWRITE_MODE_KEY] = conf[PARTITION_OVERWRITE_MODE_KEY]
     return selected
@@ -164,7 +161,7 @@ class WriteSettings:
             else:
                 merged[key.lower()] = value
         merged.update({key.lower(): value for key, value in options.items()})
-        hadoop = {key: value for key, value in merged.items() if _is_committer_key(key)}
+        hadoop = {key: value for key, value in merged.items() if is_committer_key(key)}
         unknown = sorted(key for key in merged if key not in _PLAIN_OPTIONS and key not in hadoop)
         if unknown:
             raise ConfigError(f"unknown option {unknown[0]!r} of the {SHORT_NAME} data source")
@@ -174,18 +171,8 @@ class WriteSettings:
         partition_by = tuple(c.strip() for c in merged.get(OPTION_PARTITION_BY, "").split(",") if c.strip())
         if len(set(partition_by)) != len(partition_by):
             raise ConfigError(f"partitionBy names a column twice: {','.join(partition_by)}")
-        max_records_text = merged.get(OPTION_MAX_RECORDS_PER_FILE, "0").strip()
-        try:
-            max_records = int(max_records_text)
-        except ValueError:
-            raise ConfigError(f"maxRecordsPerFile: expected an integer, got {max_records_text!r}") from None
-        max_open_text = merged.get(OPTION_MAX_OPEN_FILES, str(DEFAULT_MAX_OPEN_FILES)).strip()
-        try:
-            max_open_files = int(max_open_text)
-        except ValueError:
-            raise ConfigError(f"maxOpenFiles: expected an integer, got {max_open_text!r}") from None
-        if max_open_files < 1:
-            raise ConfigError(f"maxOpenFiles: must be at least 1, got {max_open_text!r}")
+        max_records = int_option(merged, OPTION_MAX_RECORDS_PER_FILE, "maxRecordsPerFile", 0)
+        max_open_files = int_option(merged, OPTION_MAX_OPEN_FILES, "maxOpenFiles", DEFAULT_MAX_OPEN_FILES, 1)
         storage_text = merged.get(OPTION_STORAGE_OPTIONS, "").strip()
         try:
             storage_options = orjson.loads(storage_text) if storage_text else {}

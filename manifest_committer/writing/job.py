@@ -54,17 +54,20 @@ class TaskResultError(CommitterError):
     """What a framework delivered as a task's result is not a result of this job's tasks."""
 
 
-def _is_committer_key(key: str) -> bool:
+def is_committer_key(key: str) -> bool:
+    """A key of the committer's families (``mapreduce.manifest.committer.*``, ``mapreduce.fileoutputcommitter.*``),
+    with or without Spark's ``spark.hadoop.`` prefix: what writer options pass on to ``CommitterConfig``."""
     return key.lower().removeprefix(SPARK_HADOOP_PREFIX).startswith((MANIFEST_PREFIX, FILE_OUTPUT_PREFIX))
 
 
-def _int_option(options: Mapping[str, str], key: str, name: str, default: int, minimum: int) -> int:
+def int_option(options: Mapping[str, str], key: str, name: str, default: int, minimum: int | None = None) -> int:
+    """The integer writer option ``key`` (lower-cased; ``name`` as users spell it in errors), at least ``minimum``."""
     text = options.get(key, str(default)).strip()
     try:
         value = int(text)
     except ValueError:
         raise ConfigError(f"{name}: expected an integer, got {text!r}") from None
-    if value < minimum:
+    if minimum is not None and value < minimum:
         raise ConfigError(f"{name}: must be at least {minimum}, got {text!r}")
     return value
 
@@ -110,7 +113,7 @@ class WriteJob:
         if len(set(columns)) != len(columns):
             raise ConfigError(f"partition_by: a column is named twice in {list(columns)!r}")
         merged = {str(key).lower(): str(value) for key, value in (options or {}).items()}
-        hadoop = {key: value for key, value in merged.items() if _is_committer_key(key)}
+        hadoop = {key: value for key, value in merged.items() if is_committer_key(key)}
         unknown = sorted(key for key in merged if key not in _OPTIONS and key not in hadoop)
         if unknown:
             raise ConfigError(f"unknown writer option {unknown[0]!r} for {url}")
@@ -120,8 +123,8 @@ class WriteJob:
             output_format=output_format(format, merged),
             mode=SaveMode.parse(mode),
             partition_by=columns,
-            max_records_per_file=_int_option(merged, "maxrecordsperfile", "maxRecordsPerFile", 0, 0),
-            max_open_files=_int_option(merged, "maxopenfiles", "maxOpenFiles", DEFAULT_MAX_OPEN_FILES, 1),
+            max_records_per_file=int_option(merged, "maxrecordsperfile", "maxRecordsPerFile", 0, 0),
+            max_open_files=int_option(merged, "maxopenfiles", "maxOpenFiles", DEFAULT_MAX_OPEN_FILES, 1),
             partition_overwrite_mode=PartitionOverwriteMode.parse(
                 merged.get("partitionoverwritemode", PartitionOverwriteMode.STATIC.value)
             ),
