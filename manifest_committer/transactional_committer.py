@@ -53,6 +53,7 @@ from .transactions import transaction_id
 
 log = logging.getLogger(__name__)
 
+
 class TransactionalCommitter(CommitterBase):
     """The ``transactional`` protocol on the shared seam; see the module."""
 

@@ -25,6 +25,7 @@ from .server import MarkerServer
 
 log = logging.getLogger(__name__)
 
+
 def check_marker_type(config: CommitterConfig, destination: str) -> None:
     """``ConfigError`` naming the key unless ``markers.type`` is one this committer knows."""
     if config.markers_type not in MARKER_TYPES:
