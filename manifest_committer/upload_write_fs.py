@@ -75,6 +75,10 @@ class RecordingWriter(PendingUploadWriter):
         super().close()
         self._on_close(self.pending)
 
+    def __del__(self) -> None:
+        """A writer dropped unclosed is no finished file: nothing is recorded (``IOBase`` would close it). Its
+        upload stays incomplete; the job's marker names the key, so job commit and abort find it."""
+
 
 class UploadWriteFileSystem(DirectWriteFileSystem):
     """The ``task.fs`` of one upload task attempt; see the module.
