@@ -119,3 +119,13 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     if "memory" in protocols:
         return MemoryStore(fs), path.rstrip("/") or "/"
     raise UnsupportedStoreError(f"{url}: {_no_binding(protocols[0])}")
+
+
+def open_destination_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
+    """``open_store``, except that S3 opens through the upload protocol's door (``s3.open_s3_store``): for the
+    tools that read or undo any protocol's jobs (status, rollback)."""
+    if _protocol_of(url) in S3_PROTOCOLS:
+        from .s3 import open_s3_store
+
+        return open_s3_store(url, storage_options)
+    return open_store(url, storage_options)

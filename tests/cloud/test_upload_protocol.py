@@ -144,8 +144,7 @@ def test_a_fresh_committer_aborts_after_the_driver_died(
     file.write(b"b" * 10)
     file.flush()
     file._file.flush(force=True)  # the part is sent: an upload exists that no record names
-    if driver.marker_server is not None:
-        driver.marker_server.stop()  # the driver dies (its batched markers were flushed as they came)
+    driver.close()  # the driver dies: its heartbeat stops, its marker server answers no more
     assert len(uploads(store, s3_bucket)) == 2
     with committer(dest, config=config) as fresh:
         result = fresh.abort_job()
@@ -340,3 +339,35 @@ def test_a_throttling_storm_during_completion_is_ridden_out_by_the_retry_policy(
     assert success.iostatistics.counters["store_io_retry"] >= 7
     assert objects(store, s3_bucket)["table/a.csv"] == b"a"
     assert uploads(store, s3_bucket) == []
+
+
+def test_rollback_of_a_dead_upload_job_leaves_no_incomplete_upload(dest: str, s3_bucket: str, store: S3Store) -> None:
+    driver = committer(dest, config=BATCHED)
+    driver.setup_job()
+    for task_id, attempt in (("task_0", "attempt_0_0"), ("task_1", "attempt_1_0")):
+        task = driver.setup_task(task_id, attempt)
+        write(task, {f"{task_id}.csv": b"x"})
+    driver.commit_task(driver.task_attempt("task_0", "attempt_0_0"))
+    driver.close()  # the driver dies: its marker server answers no more
+    rolled = mc.rollback(dest, config=BATCHED)
+    assert [(job.job_id, job.job_attempt) for job in rolled] == [("job-1", 0)]
+    assert uploads(store, s3_bucket) == []
+    assert objects(store, s3_bucket) == {}
+    assert mc.rollback(dest) == [], "nothing left to roll back"
+
+
+def test_status_names_an_upload_job(dest: str, s3_bucket: str) -> None:
+    from manifest_committer.operate.status import inspect_destination
+    from manifest_committer.store.factory import open_destination_store
+
+    with committer(dest) as job:
+        job.setup_job()
+        write(job.setup_task("task_0", "attempt_0_0"), {"a.csv": b"a"})
+        store, root = open_destination_store(dest)
+        try:
+            status = inspect_destination(store, root, FAST, count_data_files=False)
+        finally:
+            store.close()
+        job.abort_job()
+    [attempt] = status.jobs[0].attempts
+    assert attempt.protocol == "upload"
