@@ -28,6 +28,7 @@ from .errors import CommitterError, ConfigError
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
 from .paths import JobPaths, check_id
+from .retry import RetryPolicy
 from .stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from .stages.abort_task import AbortTaskArguments, AbortTaskStage
 from .stages.base import StageContext
@@ -223,6 +224,12 @@ class CommitterBase(ABC):
             task_attempt_id=task_attempt_id,
             storage_options=self.storage_options,
         )
+
+    def _retry_for(self, attempt_id: str | None) -> RetryPolicy:
+        """The store retry policy of a call made beside the stages (markers): the job's (``None``) or a task's."""
+        if attempt_id is None:
+            return self._context(StatisticsStore()).store_retry
+        return self._task_context(attempt_id).store_retry
 
     def _task_context(self, attempt_id: str) -> StageContext:
         """A task call's context: statistics of its own, which reach the job only through what the task saves."""

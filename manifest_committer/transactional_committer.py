@@ -32,7 +32,6 @@ from .markers import MarkerPaths, MarkerServer
 from .markers.driver import JobMarkers, check_marker_type
 from .paths import check_id
 from .readers import committed_files
-from .retry import RetryPolicy
 from .stages.transactional_abort_job import (
     TransactionalAbortJobArguments,
     TransactionalAbortJobResult,
@@ -85,7 +84,7 @@ class TransactionalCommitter(CommitterBase):
         self.tid = transaction_id(job_id)
         self._lock = threading.Lock()
         self._attempt_files: dict[str, AttemptFiles] = {}
-        self._markers = JobMarkers(self._store, self.marker_paths, self.config, self._marker_retry)
+        self._markers = JobMarkers(self._store, self.marker_paths, self.config, self._retry_for)
 
     @property
     def marker_paths(self) -> MarkerPaths:
@@ -95,11 +94,6 @@ class TransactionalCommitter(CommitterBase):
     def marker_server(self) -> MarkerServer | None:
         """The marker server this committer runs (batched markers, after ``setup_job``), else ``None``."""
         return self._markers.server
-
-    def _marker_retry(self, attempt_id: str | None) -> RetryPolicy:
-        if attempt_id is None:
-            return self._context(StatisticsStore()).store_retry
-        return self._task_context(attempt_id).store_retry
 
     def task_work_path(self, attempt_id: str) -> str:
         return self.paths.task_attempt_dir(attempt_id)

@@ -26,12 +26,10 @@ from typing import Any
 from .committer import CommitterBase, TaskAttempt
 from .config import CommitterConfig
 from .errors import ManifestError, UnsupportedStoreError
-from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
 from .markers import MarkerPaths, MarkerServer
 from .markers.driver import JobMarkers, check_marker_type
 from .paths import check_id
-from .retry import RetryPolicy
 from .stages.upload_abort_job import UploadAbortJobArguments, UploadAbortJobResult, UploadAbortJobStage
 from .stages.upload_abort_task import UploadAbortTaskArguments, UploadAbortTaskStage
 from .stages.upload_commit_job import UploadCommitJobArguments, UploadCommitJobStage
@@ -80,7 +78,7 @@ class UploadCommitter(CommitterBase):
         self.layout = UploadPaths(self.paths)
         self._lock = threading.Lock()
         self._attempt_uploads: dict[str, AttemptUploads] = {}
-        self._markers = JobMarkers(self._store, MarkerPaths(self.paths), self.config, self._marker_retry)
+        self._markers = JobMarkers(self._store, MarkerPaths(self.paths), self.config, self._retry_for)
 
     @classmethod
     def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
@@ -95,11 +93,6 @@ class UploadCommitter(CommitterBase):
     def marker_server(self) -> MarkerServer | None:
         """The marker server this committer runs (batched markers, after ``setup_job``), else ``None``."""
         return self._markers.server
-
-    def _marker_retry(self, attempt_id: str | None) -> RetryPolicy:
-        if attempt_id is None:
-            return self._context(StatisticsStore()).store_retry
-        return self._task_context(attempt_id).store_retry
 
     def task_work_path(self, attempt_id: str) -> str:
         return self.paths.task_attempt_dir(attempt_id)
