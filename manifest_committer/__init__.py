@@ -28,6 +28,7 @@ from .readers import committed_files, vacuum
 from .rollback import RolledBack, rollback
 from .success_data import SuccessData
 from .transactional_committer import TransactionalCommitter
+from .upload_committer import UploadCommitter
 
 __version__ = "0.1.0"
 
@@ -56,6 +57,7 @@ __all__ = [
     "TaskManifest",
     "TransactionalCommitter",
     "UnsupportedStoreError",
+    "UploadCommitter",
     "__version__",
     "committed_files",
     "create_committer",

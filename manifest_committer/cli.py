@@ -336,12 +336,12 @@ def _operate(args: argparse.Namespace, options: dict[str, Any]) -> str:
     from .operate.commands import JobRequest, run_abort, run_commit
     from .operate.status import format_status, inspect_destination
     from .operate.transactional import DestinationRequest, run_rollback, run_vacuum
-    from .store import open_store
+    from .store.factory import open_destination_store
 
     _log_warnings_on_one_line()
     config = CommitterConfig.from_hadoop_conf(_pairs("--conf", args.conf))
     if args.command == "status":
-        store, dest = open_store(args.destination, options)
+        store, dest = open_destination_store(args.destination, options)
         try:
             status = inspect_destination(store, dest, config, count_data_files=not args.no_file_count)
         finally:

@@ -28,6 +28,7 @@ from .errors import CommitterError, ConfigError
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
 from .paths import JobPaths, check_id
+from .retry import RetryPolicy
 from .stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from .stages.abort_task import AbortTaskArguments, AbortTaskStage
 from .stages.base import StageContext
@@ -103,7 +104,7 @@ class CommitterBase(ABC):
         self.storage_options = dict(storage_options or {})
         self.destination = destination
         self.job_id_source = job_id_source
-        store, dest_path = open_store(destination, self.storage_options)
+        store, dest_path = self._open_store(destination, self.storage_options)
         # A wrapper sees every store call of every stage: the way tests inject faults and latency.
         self._store = store_wrapper(store) if store_wrapper is not None else store
         self.paths = JobPaths(dest_path, job_id, job_attempt)
@@ -113,6 +114,12 @@ class CommitterBase(ABC):
             # A burst of one second's operations; beyond it, calls are paced at the rate.
             rate = self.config.io_rate_limit
             self._rate_limit = TokenBucket(rate, burst=max(1, int(rate)))
+
+    @classmethod
+    def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
+        """The store and path of the destination: ``open_store``, which refuses S3; the ``upload`` protocol
+        opens S3 through its own door."""
+        return open_store(destination, storage_options)
 
     @property
     def job_id(self) -> str:
@@ -217,6 +224,12 @@ class CommitterBase(ABC):
             task_attempt_id=task_attempt_id,
             storage_options=self.storage_options,
         )
+
+    def _retry_for(self, attempt_id: str | None) -> RetryPolicy:
+        """The store retry policy of a call made beside the stages (markers): the job's (``None``) or a task's."""
+        if attempt_id is None:
+            return self._context(StatisticsStore()).store_retry
+        return self._task_context(attempt_id).store_retry
 
     def _task_context(self, attempt_id: str) -> StageContext:
         """A task call's context: statistics of its own, which reach the job only through what the task saves."""

@@ -14,6 +14,7 @@ from ._decode import FieldError, integer, json_array, json_object, required, tex
 from ._json import dump_json, load_json_document
 from .errors import DuplicateDestinationError, ManifestError
 from .iostatistics import IOStatisticsSnapshot
+from .store.pending_upload import PendingUpload
 
 MANIFEST_TYPE = "org.apache.hadoop.mapreduce.lib.output.committer.manifest.files.TaskManifest/1"
 MANIFEST_VERSION = 1
@@ -81,13 +82,16 @@ class TaskManifest:
     directories: list[DirEntry] = field(default_factory=list)
     iostatistics: IOStatisticsSnapshot = field(default_factory=IOStatisticsSnapshot)
     extra_data: dict[str, str] = field(default_factory=dict)
+    pending_uploads: list[PendingUpload] | None = None
+    """The ``upload`` protocol's pending uploads, ``pendingUploads[i]`` completing ``files[i]``; ``None`` (no
+    field) for every other protocol. Hadoop's readers ignore the field."""
 
     @property
     def total_size(self) -> int:
         return sum(entry.size for entry in self.files)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        document = {
             "extraData": dict(self.extra_data),
             "type": MANIFEST_TYPE,
             "version": MANIFEST_VERSION,
@@ -100,6 +104,9 @@ class TaskManifest:
             "directories": [entry.to_dict() for entry in self.directories],
             "iostatistics": self.iostatistics.to_dict(),
         }
+        if self.pending_uploads is not None:
+            document["pendingUploads"] = [upload.to_dict() for upload in self.pending_uploads]
+        return document
 
     def to_json(self) -> bytes:
         """The manifest as UTF-8 JSON bytes."""
@@ -139,6 +146,8 @@ class TaskManifest:
             )
         except FieldError as error:
             raise ManifestError(f"{origin}: invalid task manifest: {error}") from None
+        if "pendingUploads" in raw:
+            manifest.pending_uploads = _pending_uploads(raw["pendingUploads"], len(manifest.files), origin)
         seen: set[str] = set()
         for entry in manifest.files:
             if entry.dest in seen:
@@ -188,6 +197,17 @@ def _file_entry(item: Any, field: str) -> FileEntry:
     size = integer(required(raw, "z", field, "size"), f"{field}.z (size)", minimum=0)
     etag = text(raw["e"], f"{field}.e (etag)") if "e" in raw else None
     return FileEntry(source, dest, size, etag or None)
+
+
+def _pending_uploads(value: Any, files: int, origin: str) -> list[PendingUpload]:
+    """``pendingUploads``: one per file entry, in the same order; each checked field by field."""
+    if not isinstance(value, list):
+        raise ManifestError(f"{origin}: invalid task manifest: pendingUploads must be an array")
+    if len(value) != files:
+        raise ManifestError(
+            f"{origin}: invalid task manifest: pendingUploads lists {len(value)} uploads for {files} file entries"
+        )
+    return [PendingUpload.from_dict(item, f"{origin}: pendingUploads[{index}]") for index, item in enumerate(value)]
 
 
 def _dir_entries(value: Any) -> list[DirEntry]:

@@ -20,6 +20,7 @@ from .store import StoreOperations
 from .store.factory import S3_PROTOCOLS, _protocol_of
 from .success_data import SuccessData
 from .transactional_committer import TransactionalCommitter
+from .upload_committer import UploadCommitter
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ _BUILT: dict[str, type[CommitterBase]] = {
     "v1": FileOutputCommitterV1,
     "v2": FileOutputCommitterV2,
     "transactional": TransactionalCommitter,
+    "upload": UploadCommitter,
 }
 
 

@@ -19,9 +19,12 @@ from .errors import CommitterError
 from .markers import MarkerPaths, job_liveness
 from .paths import TEMPORARY_DIR, JobPaths, check_id, is_valid_id
 from .readers import call_on, store_retry_policy
-from .store import StoreOperations, open_store
+from .store import StoreOperations
+from .store.factory import open_destination_store
 from .transactional_committer import TransactionalCommitter
 from .transactions import TransactionPaths
+from .upload_committer import UploadCommitter
+from .uploads import UploadPaths
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,7 @@ def rollback(
     """Roll back the named job, or every dead job of the destination; returns what was rolled back (with
     ``dry_run``, what would be, each job's files from ``plan_abort``: nothing changes)."""
     config = config or CommitterConfig()
-    store, root = open_store(url, storage_options)
+    store, root = open_destination_store(url, storage_options)
     try:
         retry = store_retry_policy(store)
         if job_id is not None:
@@ -57,18 +60,19 @@ def rollback(
             jobs = [job_id]
         else:
             jobs = _job_ids(store, root, retry)
-        candidates: list[tuple[str, int, str]] = []
+        candidates: list[tuple[str, int, str, bool]] = []
         with_markers = 0
         for job in jobs:
             for attempt in _job_attempts(store, root, job, retry):
                 paths = JobPaths(root, job, attempt)
                 markers_dir = MarkerPaths(paths).markers_dir
-                if call_on(retry, store.info, markers_dir, "info") is None:
+                upload = call_on(retry, store.info, UploadPaths(paths).protocol_file, "info") is not None
+                if not upload and call_on(retry, store.info, markers_dir, "info") is None:
                     continue  # no markers: not a job this can undo
                 with_markers += 1
-                reason = _why_dead(store, paths, retry, config, named=job_id is not None)
+                reason = _why_dead(store, paths, retry, config, named=job_id is not None, upload=upload)
                 if reason is not None:
-                    candidates.append((job, attempt, reason))
+                    candidates.append((job, attempt, reason, upload))
         if job_id is not None and not with_markers:
             raise CommitterError(
                 f"{store.to_url(posixpath.join(root, TEMPORARY_DIR, job_id))}: job {job_id} has no write markers; "
@@ -77,7 +81,22 @@ def rollback(
     finally:
         store.close()
     results = []
-    for job, attempt, reason in candidates:
+    for job, attempt, reason, upload in candidates:
+        if upload:
+            if dry_run:
+                raise CommitterError(f"{url}: job {job} is an upload job; rollback --dry-run cannot plan it yet")
+            with UploadCommitter(url, job, attempt, config, storage_options) as uploader:
+                undone = uploader.abort_job()
+            log.warning(
+                "Rolled back upload job %s attempt %d (%s): %d objects deleted, %d incomplete uploads aborted",
+                job,
+                attempt,
+                reason,
+                len(undone.deleted),
+                len(undone.aborted),
+            )
+            results.append(RolledBack(job, attempt, undone.deleted, reason))
+            continue
         with TransactionalCommitter(url, job, attempt, config, storage_options) as committer:
             outcome = committer.plan_abort() if dry_run else committer.abort_job()
         if dry_run:
@@ -109,11 +128,14 @@ def _job_attempts(store: StoreOperations, root: str, job_id: str, retry: Any) ->
 
 
 def _why_dead(
-    store: StoreOperations, paths: JobPaths, retry: Any, config: CommitterConfig, *, named: bool
+    store: StoreOperations, paths: JobPaths, retry: Any, config: CommitterConfig, *, named: bool, upload: bool = False
 ) -> str | None:
-    """Why this job attempt (which has markers) is to be rolled back, or ``None`` to leave it."""
+    """Why this job attempt (which has markers, or is an upload job) is to be rolled back, or ``None`` to leave it.
+
+    An upload job is committed once its ``commit-finished`` record is in place (its abort then keeps the output
+    and only aborts leftover uploads)."""
     markers = MarkerPaths(paths)
-    committed = TransactionPaths(paths).committed
+    committed = paths.commit_finished_path if upload else TransactionPaths(paths).committed
     if retry.call(lambda: store.info(committed), f"info {committed}") is not None:
         log.info("rollback: job %s is committed (%s); leaving it", paths.job_id, store.to_url(committed))
         return None

@@ -59,3 +59,11 @@ OP_SAVE_FILE = "op_save_file"
 OP_COPY_FILE = "op_copy_file"
 # Not in Hadoop: reads of small state files (a previous _SUCCESS, commit markers).
 OP_LOAD_FILE = "op_load_file"
+
+# The upload protocol's S3 calls, as Hadoop's S3A names them (StoreStatisticNames, CommitterStatisticNames).
+OP_PUT_IF_ABSENT = "object_put_request"
+OP_COMPLETE_UPLOAD = "multipart_upload_completed"
+OP_ABORT_UPLOAD = "object_multipart_aborted"
+OP_LIST_UPLOADS = "object_multipart_list"
+COMMITTER_COMMITS_COMPLETED = "committer_commits_completed"
+COMMITTER_COMMITS_ABORTED = "committer_commits_aborted"

@@ -19,17 +19,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from .committer import CommitterBase, TaskAttempt
 from .config import CommitterConfig
 from .direct_write_fs import AttemptFiles, DirectWriteFileSystem, final_name_function
-from .errors import ConfigError
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
-from .markers import Heartbeat, MarkerClient, MarkerPaths, MarkerServer
+from .markers import MarkerPaths, MarkerServer
+from .markers.driver import JobMarkers, check_marker_type
 from .paths import check_id
 from .readers import committed_files
 from .stages.transactional_abort_job import (
@@ -51,17 +51,6 @@ from .success_data import SuccessData
 from .transactions import transaction_id
 
 log = logging.getLogger(__name__)
-
-MARKER_TYPES = ("direct", "batched")
-
-
-@contextmanager
-def _beating(heartbeat: Heartbeat) -> Iterator[Heartbeat]:
-    heartbeat.start()
-    try:
-        yield heartbeat
-    finally:
-        heartbeat.stop(remove=True)
 
 
 class TransactionalCommitter(CommitterBase):
@@ -91,17 +80,11 @@ class TransactionalCommitter(CommitterBase):
             job_id_source=job_id_source,
             store_wrapper=store_wrapper,
         )
-        if self.config.markers_type not in MARKER_TYPES:
-            raise ConfigError(
-                f"unknown marker type {self.config.markers_type!r} (mapreduce.manifest.committer.markers.type) "
-                f"for {self.destination_url}: use direct or batched"
-            )
+        check_marker_type(self.config, self.destination_url)
         self.tid = transaction_id(job_id)
         self._lock = threading.Lock()
         self._attempt_files: dict[str, AttemptFiles] = {}
-        self._marker_clients: dict[str, MarkerClient] = {}
-        self._server: MarkerServer | None = None
-        self._heartbeat: Heartbeat | None = None
+        self._markers = JobMarkers(self._store, self.marker_paths, self.config, self._retry_for)
 
     @property
     def marker_paths(self) -> MarkerPaths:
@@ -110,7 +93,7 @@ class TransactionalCommitter(CommitterBase):
     @property
     def marker_server(self) -> MarkerServer | None:
         """The marker server this committer runs (batched markers, after ``setup_job``), else ``None``."""
-        return self._server
+        return self._markers.server
 
     def task_work_path(self, attempt_id: str) -> str:
         return self.paths.task_attempt_dir(attempt_id)
@@ -128,33 +111,7 @@ class TransactionalCommitter(CommitterBase):
         """Write ``_started_<tid>`` and the job's state, then start the driver's side of the markers."""
         context = self._context(self._job_stats)
         TransactionalSetupJobStage(context).apply(TransactionalSetupJobArguments())
-        self._start_markers()
-
-    def _start_markers(self) -> None:
-        retry = self._context(StatisticsStore()).store_retry
-        config = self.config
-        if config.markers_type == "batched":
-            self._server = MarkerServer(
-                self._store,
-                self.marker_paths,
-                retry,
-                batch_interval_ms=config.markers_batch_interval_ms,
-                batch_threads=config.markers_batch_threads,
-            ).start()
-        else:
-            self._heartbeat = Heartbeat(
-                self._store, self.marker_paths, retry, expiry_seconds=config.heartbeat_expiry_seconds
-            ).start()
-
-    def _stop_markers(self) -> None:
-        """Stop the marker server (its waiting markers written first) and the heartbeat, if this committer runs
-        them. Before the job's state is read for a commit or abort, and at ``close()``."""
-        server, heartbeat = self._server, self._heartbeat
-        self._server = self._heartbeat = None
-        if server is not None:
-            server.stop()
-        if heartbeat is not None:
-            heartbeat.stop()
+        self._markers.start()
 
     def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
         """Delete the files of attempts not committed, write ``_committed_<tid>`` (the commit point), then
@@ -177,7 +134,7 @@ class TransactionalCommitter(CommitterBase):
 
     def _commit(self, arguments: TransactionalCommitJobArguments) -> TransactionalCommitJobResult:
         start = time.perf_counter()
-        self._stop_markers()
+        self._markers.stop()
         result, context = self._run_job_call(
             lambda context: TransactionalCommitJobStage(context).apply(arguments), overwrite_report=True
         )
@@ -201,7 +158,7 @@ class TransactionalCommitter(CommitterBase):
     def abort_job(self) -> TransactionalAbortJobResult:
         """Delete every data file the job's markers name (unless ``_committed_<tid>`` is in place), then the job's
         state. The caller says the job is dead; a second call does nothing and succeeds."""
-        self._stop_markers()
+        self._markers.stop()
         result, context = self._run_job_call(
             lambda context: TransactionalAbortJobStage(context).apply(TransactionalAbortJobArguments()),
             overwrite_report=False,
@@ -216,12 +173,7 @@ class TransactionalCommitter(CommitterBase):
         )
 
     def close(self) -> None:
-        self._stop_markers()
-        with self._lock:
-            clients = list(self._marker_clients.values())
-            self._marker_clients.clear()
-        for client in clients:
-            client.close()
+        self._markers.close()
         super().close()
 
     # --- tasks ----------------------------------------------------------------------------------------------------
@@ -233,11 +185,7 @@ class TransactionalCommitter(CommitterBase):
         work_path = self.task_work_path(attempt_id)
         with self._lock:
             files = self._attempt_files.setdefault(attempt_id, AttemptFiles())
-            client = self._marker_clients.get(attempt_id)
-            if client is None:
-                retry = self._task_context(attempt_id).store_retry
-                client = MarkerClient(self._store, self.marker_paths, retry, marker_type=self._marker_type())
-                self._marker_clients[attempt_id] = client
+        client = self._markers.client(attempt_id)
         fs = DirectWriteFileSystem(
             self._store.data_fs,
             work_path=work_path,
@@ -249,23 +197,9 @@ class TransactionalCommitter(CommitterBase):
         )
         return TaskAttempt(task_id, attempt_id, work_path, fs, self._store.to_url(work_path))
 
-    def _marker_type(self) -> Any:
-        return "direct" if self.config.markers_type == "direct" else "batched"
-
     def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
-        """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (removed at its end), so a
-        job whose driver side lives in no process (Spark's ``format("manifest")``) is alive while tasks run."""
-        if self.config.markers_type != "direct":
-            return nullcontext()  # the marker server in the driver is the job's liveness
-        check_id("task attempt id", attempt_id)
-        heartbeat = Heartbeat(
-            self._store,
-            self.marker_paths,
-            self._task_context(attempt_id).store_retry,
-            expiry_seconds=self.config.heartbeat_expiry_seconds,
-            path=self.marker_paths.task_heartbeat(attempt_id),
-        )
-        return _beating(heartbeat)
+        """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (``JobMarkers.keep_alive``)."""
+        return self._markers.keep_alive(attempt_id)
 
     def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
         """Nothing to create: the attempt's files go to the destination, its markers to the job's state."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..config import CommitterConfig
-from ..errors import JobStateError
+from ..errors import JobStateError, UnsupportedStoreError
 from ..iostatistics import StatisticsStore
 from ..markers.layout import MarkerPaths
 from ..markers.reader import MarkerSet, read_markers
@@ -20,16 +20,22 @@ from ..paths import JobPaths
 from ..retry import DEFINITE_ERRORS, RetryPolicy
 from ..statistic_names import (
     COMMIT_FILE_RENAME,
+    OP_ABORT_UPLOAD,
+    OP_COMPLETE_UPLOAD,
     OP_DELETE,
     OP_DELETE_DIR,
     OP_GET_FILE_STATUS,
     OP_LIST_STATUS,
+    OP_LIST_UPLOADS,
     OP_LOAD_FILE,
     OP_MKDIRS,
+    OP_PUT_IF_ABSENT,
     OP_RENAME,
     OP_SAVE_FILE,
 )
 from ..store import FileStatus, StoreCapabilities, StoreOperations
+from ..store.pending_upload import PendingUpload
+from ..store.s3 import IncompleteUpload, UploadStore
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +226,36 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         retry policy and the whole read timed as ``op_list_status``."""
         with self.stats.track(OP_LIST_STATUS):
             return read_markers(self._store, marker_paths, self.context.store_retry)
+
+    # --- the upload protocol's S3 calls (``store/s3.py``), gated as every other call --------------------------
+
+    def _uploads(self, path: str) -> UploadStore:
+        store = self._store
+        if not isinstance(store, UploadStore):
+            raise UnsupportedStoreError(f"{self.to_url(path)}: this store has no multipart uploads (S3 only)")
+        return store
+
+    def put_if_absent(self, path: str, data: bytes, *, retry: bool = True) -> str:
+        """Create ``path`` holding ``data``, never replacing an object (``FileExistsError``); returns its ETag."""
+        return self.call(OP_PUT_IF_ABSENT, lambda: self._uploads(path).put_if_absent(path, data), path, retry=retry)
+
+    def complete_upload(self, pending: PendingUpload) -> str:
+        """Publish a pending upload at its key, never replacing an object; repeatable (``S3Store.complete_upload``)."""
+        store = self._uploads(pending.path)
+        return self.call(OP_COMPLETE_UPLOAD, lambda: store.complete_upload(pending), pending.path)
+
+    def holds(self, pending: PendingUpload) -> str | None:
+        """The ETag of the object at ``pending``'s key if it is provably that upload's, ``None`` if provably not."""
+        store = self._uploads(pending.path)
+        return self.call(OP_GET_FILE_STATUS, lambda: store.holds(pending), pending.path)
+
+    def abort_upload(self, path: str, upload_id: str) -> bool:
+        """Abort one multipart upload; ``False`` if it was gone already."""
+        return self.call(OP_ABORT_UPLOAD, lambda: self._uploads(path).abort_upload(path, upload_id), path)
+
+    def list_uploads(self, prefix: str) -> list[IncompleteUpload]:
+        """The incomplete multipart uploads whose key starts with ``prefix``, every page."""
+        return self.call(OP_LIST_UPLOADS, lambda: self._uploads(prefix).list_uploads(prefix), prefix)
 
     def save_file_atomically(self, make_bytes: Callable[[], bytes], temp: str, final: str, statistic: str) -> None:
         """Write ``temp``, then rename it over ``final``, retried as a whole up to ``manifest.save.attempts`` times.

@@ -33,17 +33,17 @@ def test_each_built_protocol(destination: str, protocol: str, kind: type) -> Non
 
 
 @pytest.mark.parametrize("url", ["s3://bucket/table", "s3a://bucket/table"])
-def test_auto_on_s3_is_upload_which_is_not_built_yet(url: str) -> None:
+def test_auto_on_s3_is_upload(url: str) -> None:
     assert resolve_protocol(url) == "upload"
-    with pytest.raises(mc.CommitterError, match=r"'upload' \(chosen by auto\) is not available yet") as raised:
-        mc.create_committer(url, "job-1")
-    assert url in str(raised.value)
+    with mc.create_committer(url, "job-1") as committer:  # no store call until the job is set up
+        assert type(committer) is mc.UploadCommitter
+        assert committer.protocol == "upload"
 
 
-@pytest.mark.parametrize("protocol", ["upload"])
-def test_protocols_not_built_yet_are_named(destination: str, protocol: str) -> None:
-    with pytest.raises(mc.CommitterError, match=f"'{protocol}' is not available yet"):
-        mc.create_committer(destination, "job-1", protocol)
+def test_upload_off_s3_is_refused_naming_the_store(destination: str) -> None:
+    with pytest.raises(mc.UnsupportedStoreError, match=r"protocol 'upload' cannot commit.*needs S3") as raised:
+        mc.create_committer(destination, "job-1", "upload")
+    assert destination in str(raised.value)
 
 
 @pytest.mark.parametrize("protocol", ["v3", "", "Manifest", "magic"])
@@ -52,12 +52,13 @@ def test_an_unknown_protocol_is_named(destination: str, protocol: str) -> None:
         mc.create_committer(destination, "job-1", protocol)
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2", "transactional"])
 def test_a_rename_protocol_on_s3_names_protocol_and_store(protocol: str) -> None:
     with pytest.raises(mc.UnsupportedStoreError, match=f"protocol '{protocol}' cannot commit") as raised:
         mc.create_committer("s3://bucket/table", "job-1", protocol)
     assert "s3://bucket/table" in str(raised.value)
     assert "no rename" in str(raised.value)
+    assert "`upload` protocol" in str(raised.value)
 
 
 @pytest.mark.parametrize(

@@ -35,6 +35,7 @@ from ..statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITT
 from ..store import StoreOperations
 from ..success_data import SuccessData
 from ..transactions import COMMITTED_PREFIX, STARTED_PREFIX, TransactionPaths
+from ..uploads import UploadPaths
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ STATUS_SCHEMA = "manifest-committer/status/1"
 STATUS = "status"
 MANIFEST = "manifest"
 TRANSACTIONAL = "transactional"
+UPLOAD = "upload"
 _ATTEMPT_DIR = re.compile(r"[0-9]{2}\Z")
 _UNIT_RECORD = re.compile(r"(?P<key>.+)\.(?P<kind>intent|done)\Z")
 
@@ -293,8 +295,9 @@ def _inspect_attempt(reads: _Reads) -> AttemptStatus:
         if name.endswith(MANIFEST_SUFFIX)
     ]
     markers = _inspect_markers(reads)
+    upload = reads.info(UploadPaths(paths).protocol_file) is not None
     transaction = _inspect_transaction(reads)
-    transactional = markers is not None or transaction.started or transaction.committed
+    transactional = not upload and (markers is not None or transaction.started or transaction.committed)
     commit = _inspect_commit(reads, manifests)
     if transactional:
         would_commit, would_abort = _what_a_transactional_job_would_do(task_attempts, manifests, markers, transaction)
@@ -303,7 +306,7 @@ def _inspect_attempt(reads: _Reads) -> AttemptStatus:
     return AttemptStatus(
         attempt=paths.job_attempt,
         url=reads.to_url(paths.job_attempt_dir),
-        protocol=TRANSACTIONAL if transactional else MANIFEST,
+        protocol=UPLOAD if upload else TRANSACTIONAL if transactional else MANIFEST,
         transaction=transaction if transactional else None,
         task_attempts=task_attempts,
         manifests=manifests,

@@ -30,10 +30,9 @@ _EXTRAS = {"adlfs": "azure", "gcsfs": "gcs"}
 
 _S3_REASON = (
     "S3 has no rename: s3fs moves a file by copy then delete, and overwrites whatever is at the destination, "
-    "so the manifest protocol cannot commit there safely. S3's way is the `upload` protocol (being built: "
-    "tasks write multipart uploads to the final keys, and job commit completes them with conditional writes, "
-    "never overwriting and never copying); until it lands, use Hadoop's S3A magic committer or a table format "
-    "such as Iceberg or Delta, or write to abfs://, gs://, a local or mounted filesystem instead"
+    "so the rename-based protocols (manifest, v1, v2) and the transactional protocol cannot commit there safely. "
+    "Use the `upload` protocol (protocol='upload', or 'auto' on s3:// and s3a://): tasks write multipart uploads "
+    "to the final keys, and job commit completes them with conditional writes, never overwriting and never copying"
 )
 _HDFS_REASON = (
     "HDFS is not supported: fsspec reaches it through libhdfs and a JVM, which this committer does not drive; "
@@ -120,3 +119,13 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     if "memory" in protocols:
         return MemoryStore(fs), path.rstrip("/") or "/"
     raise UnsupportedStoreError(f"{url}: {_no_binding(protocols[0])}")
+
+
+def open_destination_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
+    """``open_store``, except that S3 opens through the upload protocol's door (``s3.open_s3_store``): for the
+    tools that read or undo any protocol's jobs (status, rollback)."""
+    if _protocol_of(url) in S3_PROTOCOLS:
+        from .s3 import open_s3_store
+
+        return open_s3_store(url, storage_options)
+    return open_store(url, storage_options)

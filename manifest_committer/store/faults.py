@@ -29,6 +29,12 @@ OPERATIONS = (
     "read_bytes",
     "write_bytes",
     "copy_file",
+    # The upload protocol's S3 calls (``store/s3.py``).
+    "put_if_absent",
+    "complete_upload",
+    "holds",
+    "abort_upload",
+    "list_uploads",
 )
 
 

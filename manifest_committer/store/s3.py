@@ -28,7 +28,7 @@ import errno
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UnsupportedStoreError, UploadOutcomeUnknownError
 from ..urls import decode_path, split_url
@@ -155,6 +155,21 @@ class IncompleteUpload:
     @property
     def path(self) -> str:
         return f"{self.bucket}/{self.key}"
+
+
+@runtime_checkable
+class UploadStore(Protocol):
+    """The calls the ``upload`` protocol needs beyond ``StoreOperations``: ``S3Store``'s, or a wrapper's of it."""
+
+    def put_if_absent(self, path: str, data: bytes, metadata: dict[str, str] | None = None) -> str: ...
+
+    def complete_upload(self, pending: PendingUpload) -> str: ...
+
+    def holds(self, pending: PendingUpload) -> str | None: ...
+
+    def abort_upload(self, path: str, upload_id: str) -> bool: ...
+
+    def list_uploads(self, prefix: str, page_size: int = 1000) -> list[IncompleteUpload]: ...
 
 
 class S3Store(FsspecStore):

@@ -8,9 +8,14 @@ question such as ``is_auth_error``, can never be forgotten in one of them. A wra
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..errors import UnsupportedStoreError
 from .operations import FileStatus, StoreCapabilities, StoreOperations
+
+if TYPE_CHECKING:
+    from .pending_upload import PendingUpload
+    from .s3 import IncompleteUpload
 
 
 class WrappingStore:
@@ -92,3 +97,30 @@ class WrappingStore:
 
     def copy_file(self, source: str, dest: str) -> None:
         self.around("copy_file", f"{source} -> {dest}", lambda: self.inner.copy_file(source, dest))
+
+    # --- the upload protocol's calls (S3 only: refused when the wrapped store has none) -------------------------
+
+    def _upload_call(self, name: str, path: str, *arguments: Any) -> Any:
+        method = getattr(self.inner, name, None)
+        if method is None:
+            raise UnsupportedStoreError(f"{path}: the {self.scheme}:// store has no {name} (S3 only)")
+        return self.around(name, path, lambda: method(*arguments))
+
+    def put_if_absent(self, path: str, data: bytes, metadata: dict[str, str] | None = None) -> str:
+        result: str = self._upload_call("put_if_absent", path, path, data, metadata)
+        return result
+
+    def complete_upload(self, pending: PendingUpload) -> str:
+        result: str = self._upload_call("complete_upload", pending.path, pending)
+        return result
+
+    def holds(self, pending: PendingUpload) -> str | None:
+        result: str | None = self._upload_call("holds", pending.path, pending)
+        return result
+
+    def abort_upload(self, path: str, upload_id: str) -> bool:
+        return bool(self._upload_call("abort_upload", path, path, upload_id))
+
+    def list_uploads(self, prefix: str, page_size: int = 1000) -> list[IncompleteUpload]:
+        result: list[IncompleteUpload] = self._upload_call("list_uploads", prefix, prefix, page_size)
+        return result

@@ -1,0 +1,127 @@
+"""The committer's side of a job's write markers: the driver's server or heartbeat, and each task's client.
+
+Shared by the protocols whose tasks record a marker before creating a data file (``transactional``,
+``upload``): the committer that called ``setup_job`` runs the driver's side (a marker server taking every task's
+markers over HTTP with ``batched`` markers, a heartbeat saying the driver lives with ``direct`` ones) until the
+job is committed, aborted or the committer closed; each task attempt gets one ``MarkerClient``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+
+from ..config import MARKER_TYPES, CommitterConfig
+from ..errors import ConfigError
+from ..paths import check_id
+from ..retry import RetryPolicy
+from ..store import StoreOperations
+from .client import MarkerClient, MarkerType
+from .heartbeat import Heartbeat
+from .layout import MarkerPaths
+from .server import MarkerServer
+
+log = logging.getLogger(__name__)
+
+
+def check_marker_type(config: CommitterConfig, destination: str) -> None:
+    """``ConfigError`` naming the key unless ``markers.type`` is one this committer knows."""
+    if config.markers_type not in MARKER_TYPES:
+        raise ConfigError(
+            f"unknown marker type {config.markers_type!r} (mapreduce.manifest.committer.markers.type) "
+            f"for {destination}: use direct or batched"
+        )
+
+
+@contextmanager
+def _beating(heartbeat: Heartbeat) -> Iterator[Heartbeat]:
+    heartbeat.start()
+    try:
+        yield heartbeat
+    finally:
+        heartbeat.stop(remove=True)
+
+
+class JobMarkers:
+    """The driver's side of one job attempt's markers, and the marker client of each task attempt.
+
+    ``retry_for`` gives the retry policy of a call: ``None`` for the driver's own, an attempt id for a task's.
+    """
+
+    def __init__(
+        self,
+        store: StoreOperations,
+        paths: MarkerPaths,
+        config: CommitterConfig,
+        retry_for: Callable[[str | None], RetryPolicy],
+    ) -> None:
+        self._store = store
+        self.paths = paths
+        self._config = config
+        self._retry_for = retry_for
+        self._lock = threading.Lock()
+        self._clients: dict[str, MarkerClient] = {}
+        self.server: MarkerServer | None = None
+        self._heartbeat: Heartbeat | None = None
+
+    def start(self) -> None:
+        """Start the marker server (batched) or the driver's heartbeat (direct)."""
+        config = self._config
+        if config.markers_type == "batched":
+            self.server = MarkerServer(
+                self._store,
+                self.paths,
+                self._retry_for(None),
+                batch_interval_ms=config.markers_batch_interval_ms,
+                batch_threads=config.markers_batch_threads,
+            ).start()
+        else:
+            self._heartbeat = Heartbeat(
+                self._store, self.paths, self._retry_for(None), expiry_seconds=config.heartbeat_expiry_seconds
+            ).start()
+
+    def stop(self) -> None:
+        """Stop the server (its waiting markers written first) and the heartbeat, if running: before the job's
+        state is read for a commit or abort, and at ``close()``."""
+        server, heartbeat = self.server, self._heartbeat
+        self.server = self._heartbeat = None
+        if server is not None:
+            server.stop()
+        if heartbeat is not None:
+            heartbeat.stop()
+
+    def client(self, attempt_id: str) -> MarkerClient:
+        """The one marker client of a task attempt in this process."""
+        with self._lock:
+            client = self._clients.get(attempt_id)
+            if client is None:
+                marker_type: MarkerType = "direct" if self._config.markers_type == "direct" else "batched"
+                client = MarkerClient(self._store, self.paths, self._retry_for(attempt_id), marker_type=marker_type)
+                self._clients[attempt_id] = client
+            return client
+
+    def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
+        """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (removed at its end), so a
+        job whose driver side lives in no process (Spark's ``format("manifest")``) is alive while tasks run."""
+        if self._config.markers_type != "direct":
+            return nullcontext()  # the marker server in the driver is the job's liveness
+        check_id("task attempt id", attempt_id)
+        heartbeat = Heartbeat(
+            self._store,
+            self.paths,
+            self._retry_for(attempt_id),
+            expiry_seconds=self._config.heartbeat_expiry_seconds,
+            path=self.paths.task_heartbeat(attempt_id),
+        )
+        return _beating(heartbeat)
+
+    def close(self) -> None:
+        """Stop the driver's side and close every task's client."""
+        self.stop()
+        with self._lock:
+            clients = list(self._clients.values())
+            self._clients.clear()
+        for client in clients:
+            client.close()

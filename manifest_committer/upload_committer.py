@@ -1,0 +1,245 @@
+"""The ``upload`` protocol (S3): tasks write multipart uploads to the final keys; job commit completes them.
+
+S3A's "magic" committer's idea with S3's conditional writes (CONTRACT §6). A task's ``task.fs`` records a write
+marker for each key, then streams the file into a multipart upload of that key and leaves it incomplete, so
+nothing is visible (``upload_write_fs.py``); each closed file's upload is recorded in ``pending/``. Task commit
+saves one manifest per attempt holding the uploads (``pendingUploads``), with ``put_if_absent``. Job commit
+chooses one attempt per task, completes the chosen uploads with ``If-None-Match: *`` in parallel, writes
+``_SUCCESS`` (the commit point), then aborts every other incomplete upload of the job (found through the
+records and the markers) and deletes the job's state (``stages/upload_commit_job.py``). Abort and rollback work
+from the state alone, in any process, after the driver died (``stages/upload_abort_job.py``).
+
+Job state layout: ``uploads.py``. The driver's side of the markers (server or heartbeat) is ``JobMarkers``'s,
+as for the transactional protocol.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from .committer import CommitterBase, TaskAttempt
+from .config import CommitterConfig
+from .errors import ManifestError, UnsupportedStoreError
+from .manifest import TaskManifest
+from .markers import MarkerPaths, MarkerServer
+from .markers.driver import JobMarkers, check_marker_type
+from .paths import check_id
+from .stages.upload_abort_job import UploadAbortJobArguments, UploadAbortJobResult, UploadAbortJobStage
+from .stages.upload_abort_task import UploadAbortTaskArguments, UploadAbortTaskStage
+from .stages.upload_commit_job import UploadCommitJobArguments, UploadCommitJobStage
+from .stages.upload_commit_task import UploadCommitTaskArguments, UploadCommitTaskStage
+from .stages.upload_setup_job import UploadSetupJobArguments, UploadSetupJobStage
+from .statistic_names import JOB_STAGE_ABORT
+from .store import StoreOperations
+from .store.factory import S3_PROTOCOLS, _protocol_of
+from .store.pending_upload import PendingUpload
+from .store.s3 import UploadStore, open_s3_store
+from .success_data import SuccessData
+from .upload_write_fs import AttemptUploads, UploadWriteFileSystem
+from .uploads import PendingRecord, UploadPaths
+
+log = logging.getLogger(__name__)
+
+
+class UploadCommitter(CommitterBase):
+    """The ``upload`` protocol on the shared seam; see the module. S3 (``s3://``, ``s3a://``) only."""
+
+    protocol = "upload"
+    committer_name = "upload"
+    task_writes_in_place = True
+
+    def __init__(
+        self,
+        destination: str,
+        job_id: str,
+        job_attempt: int = 0,
+        config: CommitterConfig | None = None,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        job_id_source: str = "JobID",
+        store_wrapper: Callable[[StoreOperations], StoreOperations] | None = None,
+    ) -> None:
+        super().__init__(
+            destination,
+            job_id,
+            job_attempt,
+            config,
+            storage_options,
+            job_id_source=job_id_source,
+            store_wrapper=store_wrapper,
+        )
+        check_marker_type(self.config, self.destination_url)
+        self.layout = UploadPaths(self.paths)
+        self._lock = threading.Lock()
+        self._attempt_uploads: dict[str, AttemptUploads] = {}
+        self._markers = JobMarkers(self._store, MarkerPaths(self.paths), self.config, self._retry_for)
+
+    @classmethod
+    def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
+        if _protocol_of(destination) not in S3_PROTOCOLS:
+            raise UnsupportedStoreError(
+                f"{destination}: the upload protocol needs S3 (s3:// or s3a://): it publishes files by completing "
+                "S3 multipart uploads; use protocol 'manifest' (or 'auto') on other stores"
+            )
+        return open_s3_store(destination, storage_options)
+
+    @property
+    def marker_server(self) -> MarkerServer | None:
+        """The marker server this committer runs (batched markers, after ``setup_job``), else ``None``."""
+        return self._markers.server
+
+    def task_work_path(self, attempt_id: str) -> str:
+        return self.paths.task_attempt_dir(attempt_id)
+
+    def job_is_live(self) -> bool:
+        """Set up (its ``protocol`` sign in place) and not yet committed."""
+        return (
+            self._store.info(self.layout.protocol_file) is not None
+            and self._store.info(self.paths.commit_finished_path) is None
+        )
+
+    def job_state_directories(self) -> list[str]:
+        return [self.paths.job_attempt_dir, self.paths.job_dir]
+
+    # --- job ------------------------------------------------------------------------------------------------------
+
+    def setup_job(self) -> None:
+        """Write the job's ``protocol`` sign, then start the driver's side of the markers."""
+        UploadSetupJobStage(self._context(self._job_stats)).apply(UploadSetupJobArguments())
+        self._markers.start()
+
+    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+        """Complete the chosen attempts' uploads, write ``_SUCCESS``, abort every other upload of the job.
+
+        ``accepted_attempts`` (task id -> attempt id) commits exactly those attempts; without it, each task's
+        attempt whose manifest was saved first (earliest modification time, ties to the smallest attempt id).
+        Repeatable after a kill at any point; after the commit point a rerun only finishes the cleanup.
+        """
+        start = time.perf_counter()
+        self._markers.stop()
+        arguments = UploadCommitJobArguments(self.committer_name, accepted_attempts)
+        result, context = self._run_job_call(
+            lambda context: UploadCommitJobStage(context).apply(arguments), overwrite_report=True
+        )
+        if not result.already_committed:
+            report = SuccessData.from_json(result.success.to_json())
+            report.iostatistics = context.stats.snapshot()
+            self._save_report(report, overwrite=True)
+        log.info(
+            "Job %s (upload) completed %d uploads of %d tasks into %s in %.3f s; %d other uploads aborted",
+            self.job_id,
+            result.files_committed,
+            result.tasks_committed,
+            self.destination_url,
+            time.perf_counter() - start,
+            result.uploads_aborted,
+        )
+        return result.success
+
+    def abort_job(self) -> UploadAbortJobResult:
+        """Abort every incomplete upload of the job and delete its state; before the commit point, also delete
+        the objects an interrupted commit completed (proved this job's). A second call does nothing."""
+        self._markers.stop()
+        result, context = self._run_job_call(
+            lambda context: UploadAbortJobStage(context).apply(UploadAbortJobArguments()), overwrite_report=False
+        )
+        self._save_abort_report(context, JOB_STAGE_ABORT)
+        return result
+
+    def close(self) -> None:
+        self._markers.close()
+        super().close()
+
+    # --- tasks ----------------------------------------------------------------------------------------------------
+
+    def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """The attempt's ``TaskAttempt``: ``fs`` writes pending uploads to the final keys (``upload_write_fs``)."""
+        check_id("task id", task_id)
+        check_id("task attempt id", attempt_id)
+        work_path = self.task_work_path(attempt_id)
+        with self._lock:
+            uploads = self._attempt_uploads.setdefault(attempt_id, AttemptUploads())
+        fs = UploadWriteFileSystem(
+            self._store.data_fs,
+            work_path=work_path,
+            destination=self.paths.dest,
+            record_marker=self._markers.client(attempt_id).create,
+            uploads=uploads,
+            save_record=functools.partial(self._save_record, attempt_id),
+            discard=functools.partial(self._discard, attempt_id),
+        )
+        return TaskAttempt(task_id, attempt_id, work_path, fs, self._store.to_url(work_path))
+
+    def _uploads_store(self) -> UploadStore:
+        store = self._store
+        if not isinstance(store, UploadStore):  # pragma: no cover - _open_store gives an S3Store
+            raise UnsupportedStoreError(f"{self.destination_url}: not an S3 store")
+        return store
+
+    def _save_record(self, attempt_id: str, relative: str, pending: PendingUpload) -> None:
+        """Save a closed file's ``.pending`` record (``put_if_absent``; after a lost answer, the same bytes)."""
+        record = PendingRecord(self.job_id, attempt_id, relative, pending)
+        path = self.layout.record_path(attempt_id, pending.token or pending.key)
+        data = record.to_json()
+        store, retry = self._uploads_store(), self._task_context(attempt_id).store_retry
+        try:
+            retry.call(lambda: store.put_if_absent(path, data), f"save {path}")
+        except FileExistsError:
+            found = retry.call(lambda: self._store.read_bytes(path), f"read {path}")
+            if found != data:
+                raise ManifestError(f"{self._store.to_url(path)}: a different record is already saved") from None
+
+    def _discard(self, attempt_id: str, relative: str, pending: PendingUpload) -> None:
+        """Abort an upload the attempt replaced or removed, and delete its record."""
+        store, retry = self._uploads_store(), self._task_context(attempt_id).store_retry
+        if pending.upload_id is not None:
+            upload_id = pending.upload_id
+            retry.call(lambda: store.abort_upload(pending.path, upload_id), f"abort {pending.path}")
+        path = self.layout.record_path(attempt_id, pending.token or pending.key)
+        retry.call(lambda: self._store.delete_file(path), f"delete {path}")
+
+    def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
+        """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (``JobMarkers.keep_alive``)."""
+        return self._markers.keep_alive(attempt_id)
+
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Nothing to create: the attempt's files go to their final keys, its records to the job's state."""
+        return self.task_attempt(task_id, attempt_id)
+
+    def _closed(self, attempt_id: str) -> list[tuple[str, PendingUpload]] | None:
+        """The attempt's closed files in this process, or ``None`` if it wrote through another committer."""
+        with self._lock:
+            uploads = self._attempt_uploads.get(attempt_id)
+        items = uploads.items() if uploads is not None else []
+        return items or None
+
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Save the attempt's manifest with its pending uploads; nothing becomes visible until job commit.
+
+        ``outputs`` selects files (paths relative to ``work_path``, each mapped to itself: nothing is renamed).
+        An attempt that wrote through another committer object (another process) is found through its records.
+        """
+        uploads = self._closed(task.attempt_id)
+        try:
+            result = UploadCommitTaskStage(self._task_context(task.attempt_id)).apply(
+                UploadCommitTaskArguments(task.task_id, task.attempt_id, uploads, outputs)
+            )
+        except BaseException:
+            log.error("Commit of task attempt %s of job %s (upload) failed", task.attempt_id, self.job_id)
+            raise
+        return result.manifest
+
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Abort the attempt's uploads (by id: never another attempt's at the same key); forget its manifest."""
+        with self._lock:
+            uploads = self._attempt_uploads.pop(task.attempt_id, None)
+        closed = [upload for _, upload in uploads.clear()] if uploads is not None else None
+        UploadAbortTaskStage(self._task_context(task.attempt_id)).apply(
+            UploadAbortTaskArguments(task.attempt_id, closed)
+        )

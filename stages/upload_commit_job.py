@@ -1,0 +1,235 @@
+"""UploadCommitJob: complete every accepted attempt's pending uploads, never overwriting; no data is copied.
+
+Steps: (1) a job whose summary is in place (``_SUCCESS``, or ``commit-finished``) is committed: abort what is
+left and clean up, return its summary; (2) load every attempt's manifest and choose one attempt per task:
+``accepted_attempts`` when given (the others are ignored), otherwise the attempt whose manifest was saved first
+(earliest modification time, ties to the smallest attempt id); refuse a destination claimed by two chosen tasks;
+(3) write ``commit-started`` (the chosen attempts: a rerun finishes with them); (4) complete every chosen upload
+in parallel with ``If-None-Match: *`` (an object already at a key is an ``OutputConflictError``, unless
+``delete.target.files``: then it is deleted first); (5) validate, when configured; (6) ``_SUCCESS`` and
+``commit-finished``: the commit point; (7) abort every incomplete upload of the job that no chosen attempt owns
+(the other attempts' recorded uploads, and every upload at a key the job's markers name), then delete the job's
+state.
+
+A kill before (6) leaves completed objects that a rerun recognises as its own (``S3Store.holds``: the writer's
+token and the multipart ETag) and an abort deletes; a kill after it leaves a committed job that a rerun finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
+from ..parallel import run_bounded
+from ..statistic_names import (
+    COMMITTER_BYTES_COMMITTED,
+    COMMITTER_COMMIT_JOB,
+    COMMITTER_COMMITS_COMPLETED,
+    COMMITTER_FILES_COMMITTED,
+    COMMITTER_TASKS_COMPLETED,
+    JOB_STAGE_LOAD_MANIFESTS,
+    JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
+)
+from ..store import FileStatus
+from ..store.pending_upload import PendingUpload
+from ..success_data import SuccessData
+from ..uploads import UploadPaths
+from .base import Stage
+from .cleanup import CleanupResult, clean_up_job
+from .journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+from .upload_state import (
+    AttemptManifest,
+    abort_uploads,
+    every_recorded_upload,
+    load_attempt_manifest,
+    manifest_statuses,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_FILENAMES = 100
+
+
+@dataclass(frozen=True, slots=True)
+class UploadCommitJobArguments:
+    committer_name: str
+    accepted_attempts: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UploadCommitJobResult:
+    success: SuccessData
+    tasks_committed: int
+    files_committed: int
+    uploads_aborted: int
+    already_committed: bool = False
+
+
+def choose_attempts(
+    manifests: list[AttemptManifest], accepted: Mapping[str, str] | None, where: str
+) -> list[AttemptManifest]:
+    """One manifest per task: the accepted attempt's, or else the first saved (earliest modification time, ties
+    to the smallest attempt id). ``ManifestError`` for an accepted attempt without a manifest."""
+    if accepted is not None:
+        by_attempt = {(m.task_id, m.task_attempt_id): m for m in manifests}
+        missing = sorted(
+            f"{task}: {attempt}" for task, attempt in accepted.items() if (task, attempt) not in by_attempt
+        )
+        if missing:
+            raise ManifestError(f"{where}: no manifest of accepted attempt(s) {', '.join(missing)}")
+        return [by_attempt[(task, accepted[task])] for task in sorted(accepted)]
+    first: dict[str, AttemptManifest] = {}
+    for manifest in sorted(
+        manifests, key=lambda m: (m.modified if m.modified is not None else float("inf"), m.task_attempt_id)
+    ):
+        first.setdefault(manifest.task_id, manifest)
+    return [first[task] for task in sorted(first)]
+
+
+class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult]):
+    """See the module."""
+
+    name = COMMITTER_COMMIT_JOB
+
+    def execute(self, arguments: UploadCommitJobArguments) -> UploadCommitJobResult:
+        layout = UploadPaths(self.paths)
+        self._committer_name = arguments.committer_name
+        done = committed_summary(self)
+        if done is not None:
+            return self._finish_committed(layout, done)
+        if self.info(layout.protocol_file) is None:
+            raise JobStateError(
+                f"{self.to_url(self.paths.job_attempt_dir)}: upload job {self.paths.job_id} was never set up, or "
+                "was aborted"
+            )
+        started = read_commit_record(self)
+        accepted = arguments.accepted_attempts
+        if started is not None:
+            check_accepted(self, started, accepted)
+            accepted = started.accepted
+        chosen = self._load(accepted)
+        if started is None:
+            write_commit_record(
+                self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in chosen}, 1)
+            )
+        uploads = [(relative, upload) for manifest in chosen for relative, upload in manifest.uploads]
+        self._complete(uploads)
+        if self.config.validate_output:
+            self._validate(uploads)
+        self.stats.set_counter(COMMITTER_FILES_COMMITTED, len(uploads))
+        self.stats.set_counter(COMMITTER_BYTES_COMMITTED, sum(upload.length for _, upload in uploads))
+        self.stats.set_counter(COMMITTER_TASKS_COMPLETED, len(chosen))
+        success = self._summary(sorted(relative for relative, _ in uploads))
+        if self.config.mark_successful_jobs:
+            self.write_bytes(self.paths.success_path, success.to_json())
+        self.write_bytes(self.paths.commit_finished_path, success.to_json())  # the commit point
+        aborted = self._abort_others(layout, {upload.upload_id for _, upload in uploads if upload.upload_id})
+        self._cleanup()
+        return UploadCommitJobResult(success, len(chosen), len(uploads), aborted)
+
+    # --- steps ----------------------------------------------------------------------------------------------------
+
+    def _load(self, accepted: Mapping[str, str] | None) -> list[AttemptManifest]:
+        with self.stats.track(JOB_STAGE_LOAD_MANIFESTS):
+            statuses = manifest_statuses(self)
+            loaded: list[AttemptManifest] = []
+
+            def load(status: FileStatus) -> AttemptManifest | None:
+                try:
+                    return load_attempt_manifest(self, status)
+                except ManifestError:
+                    if accepted is None or self._accepts(accepted, status.path):
+                        raise
+                    log.warning("Ignoring the manifest %s of an attempt not accepted", self.to_url(status.path))
+                    return None
+
+            run_bounded(
+                self.context.pool,
+                statuses,
+                load,
+                max_in_flight=self.context.max_in_flight,
+                on_result=lambda manifest: loaded.append(manifest) if manifest is not None else None,
+            )
+        chosen = choose_attempts(loaded, accepted, self.to_url(self.paths.manifest_dir))
+        seen: dict[str, str] = {}
+        for manifest in chosen:
+            for relative, _ in manifest.uploads:
+                if relative in seen:
+                    raise ManifestError(
+                        f"{self.to_url(UploadPaths(self.paths).destination_path(relative))}: claimed by tasks "
+                        f"{seen[relative]} and {manifest.task_id}"
+                    )
+                seen[relative] = manifest.task_id
+        return chosen
+
+    @staticmethod
+    def _accepts(accepted: Mapping[str, str], path: str) -> bool:
+        """Whether the manifest at ``path`` is named after an accepted attempt."""
+        name = path.rsplit("/", 1)[-1]
+        return any(name == attempt + "-manifest.json" for attempt in accepted.values())
+
+    def _complete(self, uploads: list[tuple[str, PendingUpload]]) -> None:
+        """Complete every upload on the job pool; each completion is retried inside its unit of work."""
+
+        def complete(item: tuple[str, PendingUpload]) -> None:
+            _, upload = item
+            try:
+                self.complete_upload(upload)
+            except FileExistsError as error:
+                if not self.config.delete_target_files:
+                    raise OutputConflictError(
+                        f"s3://{upload.path}: an object that is not this job's is already at the key; nothing "
+                        "was overwritten (set mapreduce.manifest.committer.delete.target.files=true to replace it)"
+                    ) from error
+                log.info("%s: deleting s3://%s, which this job replaces", self.name, upload.path)
+                self.delete_file(upload.path)
+                self.complete_upload(upload)
+            self.stats.increment(COMMITTER_COMMITS_COMPLETED)
+
+        run_bounded(self.context.pool, uploads, complete, max_in_flight=self.context.max_in_flight)
+
+    def _validate(self, uploads: list[tuple[str, PendingUpload]]) -> None:
+        """Every completed object is in place with its recorded length, and is provably this job's."""
+        with self.stats.track(JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT):
+
+            def check(item: tuple[str, PendingUpload]) -> None:
+                _, upload = item
+                status = self.info(upload.path)
+                if status is None or status.is_dir:
+                    raise OutputValidationError(f"s3://{upload.path}: completed by the job but not in the store")
+                if status.size != upload.length:
+                    raise OutputValidationError(
+                        f"s3://{upload.path}: {status.size} bytes in the store, {upload.length} at task commit"
+                    )
+                if self.holds(upload) is None:
+                    raise OutputValidationError(f"s3://{upload.path}: the object at the key is not this upload's")
+
+            run_bounded(self.context.pool, uploads, check, max_in_flight=self.context.max_in_flight)
+
+    def _abort_others(self, layout: UploadPaths, keep: set[str]) -> int:
+        recorded = every_recorded_upload(self, layout, strict=False)
+        return len(abort_uploads(self, recorded, keep))
+
+    def _summary(self, committed: list[str]) -> SuccessData:
+        success = SuccessData.create(self.paths.job_id, self.context.job_id_source, COMMITTER_COMMIT_JOB)
+        success.committer = self._committer_name
+        layout = UploadPaths(self.paths)
+        success.filenames = [self.to_url(layout.destination_path(name)) for name in committed[:MAX_FILENAMES]]
+        success.iostatistics = self.stats.snapshot()
+        return success
+
+    def _finish_committed(self, layout: UploadPaths, success: SuccessData) -> UploadCommitJobResult:
+        """The commit point has passed (a rerun after a kill): abort what is left, clean up, return the summary."""
+        aborted = 0
+        if self.info(layout.protocol_file) is not None:
+            # Every chosen upload is completed (S3 lists it no more; aborting its id does nothing): whatever is
+            # still incomplete is another attempt's.
+            aborted = self._abort_others(layout, set())
+        log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
+        self._cleanup()
+        return UploadCommitJobResult(success, 0, len(success.filenames), aborted, already_committed=True)
+
+    def _cleanup(self) -> CleanupResult:
+        return clean_up_job(self, suppress_errors=self.config.cleanup_failures_ignored)
