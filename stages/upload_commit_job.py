@@ -7,9 +7,9 @@ left and clean up, return its summary; (2) load every attempt's manifest and cho
 (3) write ``commit-started`` (the chosen attempts: a rerun finishes with them); (4) complete every chosen upload
 in parallel with ``If-None-Match: *`` (an object already at a key is an ``OutputConflictError``, unless
 ``delete.target.files``: then it is deleted first); (5) validate, when configured; (6) ``_SUCCESS`` and
-``commit-finished``: the commit point; (7) abort every incomplete upload of the job that no chosen attempt owns
-(the other attempts' recorded uploads, and every upload at a key the job's markers name), then delete the job's
-state.
+``commit-finished``: the commit point; (7) abort every upload still incomplete at a key the job's markers name
+(the chosen ones are complete, so these are the other attempts'; every upload has its marker), then delete the
+job's state.
 
 A kill before (6) leaves completed objects that a rerun recognises as its own (``S3Store.holds``: the writer's
 token and the multipart ETag) and an abort deletes; a kill after it leaves a committed job that a rerun finishes.
@@ -42,7 +42,6 @@ from .journal import CommitRecord, check_accepted, committed_summary, read_commi
 from .upload_state import (
     AttemptManifest,
     abort_uploads,
-    every_recorded_upload,
     load_attempt_manifest,
     manifest_statuses,
 )
@@ -125,7 +124,7 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
         if self.config.mark_successful_jobs:
             self.write_bytes(self.paths.success_path, success.to_json())
         self.write_bytes(self.paths.commit_finished_path, success.to_json())  # the commit point
-        aborted = self._abort_others(layout, {upload.upload_id for _, upload in uploads if upload.upload_id})
+        aborted = self._abort_others({upload.upload_id for _, upload in uploads if upload.upload_id})
         self._cleanup()
         return UploadCommitJobResult(success, len(chosen), len(uploads), aborted)
 
@@ -208,9 +207,11 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
 
             run_bounded(self.context.pool, uploads, check, max_in_flight=self.context.max_in_flight)
 
-    def _abort_others(self, layout: UploadPaths, keep: set[str]) -> int:
-        recorded = every_recorded_upload(self, layout, strict=False)
-        return len(abort_uploads(self, recorded, keep))
+    def _abort_others(self, keep: set[str]) -> int:
+        """Abort every upload still incomplete at a key this job's markers name. Every upload of the job has its
+        marker (written before the upload starts), so the markers and one paginated listing find them all,
+        without reading each attempt's records (one store call per file, which the time to return would pay)."""
+        return len(abort_uploads(self, (), keep))
 
     def _summary(self, committed: list[str]) -> SuccessData:
         success = SuccessData.create(self.paths.job_id, self.context.job_id_source, COMMITTER_COMMIT_JOB)
@@ -226,7 +227,7 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
         if self.info(layout.protocol_file) is not None:
             # Every chosen upload is completed (S3 lists it no more; aborting its id does nothing): whatever is
             # still incomplete is another attempt's.
-            aborted = self._abort_others(layout, set())
+            aborted = self._abort_others(set())
         log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
         self._cleanup()
         return UploadCommitJobResult(success, 0, len(success.filenames), aborted, already_committed=True)
