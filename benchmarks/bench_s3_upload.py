@@ -40,7 +40,7 @@ def _name(index: int) -> str:
 
 
 def measure_upload_job(
-    moto: Emulator, files: int, tasks: int, threads: int, data: bytes, latency: float
+    moto: Emulator, files: int, tasks: int, threads: int, data: bytes, *, latency: float
 ) -> dict[str, Any]:
     """Seconds of ``commit_job`` of a real ``upload`` job, its store calls and its ideal under ``latency``."""
     wrappers: list[FaultInjectingStore] = []
@@ -100,7 +100,7 @@ def measure_upload_job(
     }
 
 
-def measure_copy_delete(moto: Emulator, files: int, threads: int, data: bytes, latency: float) -> float:
+def measure_copy_delete(moto: Emulator, files: int, threads: int, data: bytes, *, latency: float) -> float:
     """Seconds to copy then delete every staged file, ``latency`` slept before each of the two calls."""
     with fresh_root(moto, "bench-copy-job") as bucket:
         store, _ = open_s3_store(f"s3://{bucket}/out", moto.storage_options)
@@ -135,7 +135,7 @@ def main() -> None:
         copy_delete = (
             None
             if arguments.skip_copy
-            else measure_copy_delete(moto, arguments.files, arguments.threads, data, arguments.latency)
+            else measure_copy_delete(moto, arguments.files, arguments.threads, data, latency=arguments.latency)
         )
     result: dict[str, Any] = {
         "files": arguments.files,
