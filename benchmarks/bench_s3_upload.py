@@ -131,7 +131,9 @@ def main() -> None:
     arguments = parser.parse_args()
     data = os.urandom(arguments.size)
     with run_moto() as moto, fsspec_defaults(moto):
-        upload = measure_upload_job(moto, arguments.files, arguments.tasks, arguments.threads, data, arguments.latency)
+        upload = measure_upload_job(
+            moto, arguments.files, arguments.tasks, arguments.threads, data, latency=arguments.latency
+        )
         copy_delete = (
             None
             if arguments.skip_copy
