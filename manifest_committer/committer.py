@@ -81,6 +81,10 @@ class CommitterBase(ABC):
     """True where a task's files go straight to their final place (transactional, upload): a writer must then
     open each file at ``task.work_path + "/" + <its destination-relative path>``, and ``commit_task``'s
     ``outputs`` can select files but not rename them. Opening files that way works under every protocol."""
+    job_hosts_marker_server: ClassVar[bool] = False
+    """True where ``setup_job`` starts a marker server (batched write markers: transactional, upload) that lives in
+    the committer's process until the job ends: an engine whose driver-side code runs in a short-lived worker
+    (Spark's Python data source) must then use direct markers, or set the job up in a process that stays."""
     task_commit_publishes: ClassVar[bool] = False
     """True where ``commit_task`` makes the task's files visible in the destination (``v2``): an engine whose
     commit coordinator decides after the task ran (Spark's data source) must then run the task commit itself,

@@ -68,6 +68,13 @@ class Committer(Protocol):
     def close(self) -> None: ...
 
 
+def hosts_marker_server(protocol: str) -> bool:
+    """Whether ``setup_job`` of ``protocol`` starts a marker server (with batched markers): see
+    ``CommitterBase.job_hosts_marker_server``."""
+    committer_class = _BUILT.get(protocol)
+    return committer_class is not None and committer_class.job_hosts_marker_server
+
+
 def resolve_protocol(destination: str, protocol: str = "auto") -> str:
     """The protocol ``create_committer`` would use: ``auto`` is ``upload`` on S3 and ``manifest`` elsewhere.
 

@@ -59,6 +59,7 @@ class TransactionalCommitter(CommitterBase):
     protocol = "transactional"
     committer_name = "transactional"
     task_writes_in_place = True
+    job_hosts_marker_server = True
 
     def __init__(
         self,

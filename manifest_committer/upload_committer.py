@@ -53,6 +53,7 @@ class UploadCommitter(CommitterBase):
     protocol = "upload"
     committer_name = "upload"
     task_writes_in_place = True
+    job_hosts_marker_server = True
 
     def __init__(
         self,

@@ -20,8 +20,9 @@ is found on the driver before any task starts, but Spark reports it as an ``Anal
 
 PySpark 4.x refuses ``DataFrameWriter.partitionBy`` and the modes ``errorifexists`` (Spark's default) and
 ``ignore`` for Python data sources before the source is called: partition columns are the ``partitionBy``
-option, and ``write()`` offers every mode (``errorifexists`` is its default, as in Spark). S3 (``s3://``,
-``s3a://``) is refused: it has no rename the protocol can rely on.
+option, and ``write()`` offers every mode (``errorifexists`` is its default, as in Spark). On S3 (``s3://``,
+``s3a://``) the protocol ``auto`` is ``upload``: tasks leave multipart uploads at the final keys, the job commit
+completes them (S3 has no rename the other protocols could rely on).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from ..committer import SUMMARY_FILENAME_FORMAT
 from ..config import MANIFEST_PREFIX
 from ..errors import CommitterError, ManifestError
 from ..readers import committed_files
-from ..store import open_store
+from ..store import open_destination_store
 from ..success_data import SuccessData
 from ..writing.job import DestinationExistsError
 from ..writing.modes import PartitionOverwriteMode, SaveMode, destination_has_data
@@ -153,7 +154,7 @@ def _writer_options(
 def _read_summary(url: str, storage: Mapping[str, Any], job_id: str) -> SuccessData | None:
     """The successful summary of job ``job_id`` in the file ``url``, or ``None`` if it is not there."""
     try:
-        store, path = open_store(url, dict(storage))
+        store, path = open_destination_store(url, dict(storage))
     except CommitterError as error:
         log.warning("Cannot open %s to read the summary of job %s: %s", url, job_id, error)
         return None
@@ -228,7 +229,7 @@ def write(
         {**writer_options, "path": url}, overwrite=save_mode is SaveMode.OVERWRITE, session_conf=None
     )
     check_columns(settings, df.columns)
-    store, path = open_store(url, storage)
+    store, path = open_destination_store(url, storage)
     try:
         holds_data = save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_has_data(store.fs, path)
     finally:
@@ -249,7 +250,7 @@ def write(
         writer_options[SUMMARY_REPORT_DIRECTORY_KEY] = private
     try:
         # The job is set up here, in the caller's process, which hosts its driver side until the write returns
-        # (the transactional protocol's marker server: a worker Spark starts for the data source would exit with
+        # (the marker server of transactional and upload: a worker Spark starts for the data source would exit with
         # it). The data source is told not to set the job up again.
         driver = WriteSettings.from_options(
             {**writer_options, "path": url},

@@ -58,7 +58,7 @@ import orjson
 from ..committer import CommitterBase
 from ..config import CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
-from ..protocols import create_committer, resolve_protocol
+from ..protocols import create_committer, hosts_marker_server, resolve_protocol
 from ..writing.formats import OutputFormat, output_format
 from ..writing.job import int_option, is_committer_key
 from ..writing.modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output
@@ -293,7 +293,7 @@ class ManifestWriter(DataSourceArrowWriter):
         spark_attempt = context.taskAttemptId()
         task_id, attempt_id = task_ids(partition_id, spark_attempt)
         # The committer's own client closes when the task ends; keep_alive beats the job's heartbeat meanwhile
-        # where no driver process hosts it (the transactional protocol set up by this data source).
+        # where no driver process hosts it (transactional or upload, set up by this data source).
         with self.settings.committer() as committer, committer.keep_alive(attempt_id):
             task = committer.setup_task(task_id, attempt_id)
             output = _TaskOutput(
@@ -416,9 +416,9 @@ class ManifestDataSource(DataSource):
         check_columns(settings, schema.fieldNames())
         if self.options.get(OPTION_JOB_SET_UP, "").strip().lower() == "true":
             # manifest_committer.spark.write set the job up in the caller's process, which hosts the driver's
-            # side of it (the transactional protocol's marker server) until the write returns.
+            # side of it (the marker server of the transactional and upload protocols) until the write returns.
             return ManifestWriter(settings)
-        if settings.protocol == "transactional" and settings.config.markers_type != "direct":
+        if hosts_marker_server(settings.protocol) and settings.config.markers_type != "direct":
             # This worker exits once writer() returns, and a marker server here would die with it: tasks would
             # find it gone and the job would look dead to rollback. Direct markers need no server, and the
             # running tasks beat the job's heartbeat (keep_alive).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .azure import is_transient_azure
-from .factory import open_store
+from .factory import open_destination_store, open_store
 from .faults import (
     Fault,
     FaultInjectingStore,
@@ -32,6 +32,7 @@ __all__ = [
     "gcs_http_error",
     "is_transient_azure",
     "is_transient_generic",
+    "open_destination_store",
     "open_store",
     "s3_error",
     "s3_internal_error",

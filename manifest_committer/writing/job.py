@@ -30,7 +30,7 @@ from ..committer import CommitterBase
 from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols import create_committer, resolve_protocol
-from ..store import open_store
+from ..store import open_destination_store
 from ..success_data import SuccessData
 from .formats import OutputFormat, output_format
 from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
@@ -166,7 +166,7 @@ class WriteJob:
 
 def destination_holds_data(job: WriteJob) -> bool:
     """Whether the destination holds anything but a ``_temporary`` tree (Spark's "path exists")."""
-    store, path = open_store(job.destination, job.storage_options)
+    store, path = open_destination_store(job.destination, job.storage_options)
     try:
         return destination_has_data(store.fs, path)
     finally:
