@@ -16,7 +16,6 @@ import functools
 import tempfile
 import urllib.parse
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -29,17 +28,17 @@ from tests.fixtures.killing import (
     NEXT_JOB,
     TASKS,
     TRASH_ENTRY,
-    Action,
     Event,
+    KilledStates,
     KillPoint,
     Listing,
     Scenario,
     diff,
+    first_change,
     job_files,
     listing,
     middle_rename,
     reference_events,
-    run_child,
     select_kill_points,
 )
 
@@ -55,8 +54,7 @@ def commit_reference() -> list[Event]:
 @functools.cache
 def abort_reference() -> list[Event]:
     """The steps of an abort after a job commit killed halfway through its renames."""
-    middle = middle_rename(commit_reference())
-    return reference_events("abort", before=lambda scenario: _kill(scenario, "commit", middle))
+    return reference_events("abort", kills=(("commit", middle_rename(commit_reference())),))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -67,20 +65,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
-    """A fresh scenario; this process's temp directory is its spill directory, as the killed child's is."""
-    scenario = Scenario(tmp_path)
-    scenario.spill.mkdir()
+def scenario(killed_states: KilledStates, monkeypatch: pytest.MonkeyPatch) -> Scenario:
+    """The scenario at the states' root (a test puts its state there); this process's temp directory is its
+    spill directory, as the killed child's is."""
+    scenario = Scenario(killed_states.root)
     monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
     return scenario
-
-
-def _kill(scenario: Scenario, action: Action, point: KillPoint) -> None:
-    outcome = run_child(scenario, action, point)
-    killed = outcome.killed_at
-    assert killed is not None and (killed.label, killed.occurrence) == (point.label, point.occurrence), (
-        f"the harness killed the child at {killed}, not before {point.id}"
-    )
 
 
 def _job_success(scenario: Scenario) -> mc.SuccessData | None:
@@ -225,15 +215,14 @@ def test_reference_commit_moves_every_file_and_replaces_success() -> None:
     assert any(event.label.endswith("-> _SUCCESS") or event.label.endswith(" _SUCCESS") for event in events)
 
 
-def test_a_kill_lands_before_its_step(scenario: Scenario) -> None:
+def test_a_kill_lands_before_its_step(scenario: Scenario, killed_states: KilledStates) -> None:
     """Killed before the first rename: the commit had started (directories made), no file of the job is in place."""
-    before = scenario.prepare()
     first = next(
         KillPoint(event.label, event.occurrence, index)
         for index, event in enumerate(commit_reference())
         if event.kind == "rename_file"
     )
-    _kill(scenario, "commit", first)
+    before = killed_states.restore(scenario, ("commit", first))
 
     def files(state: Listing) -> Listing:
         return {path: entry for path, entry in state.items() if entry != "dir"}
@@ -254,13 +243,30 @@ def test_reference_commit_deletes_its_state_in_the_background() -> None:
     )
 
 
+def test_a_kill_before_a_read_leaves_what_a_kill_before_the_next_change_leaves(
+    scenario: Scenario, killed_states: KilledStates
+) -> None:
+    """Why the kill points are changes only (``select_kill_points``): killed before a manifest load, or before
+    the first change after it, the destination (``_temporary`` included) is the same byte for byte, and the temp
+    directory holds the same spill file (by another name, its content the child's scratch: the follow-up only
+    removes it)."""
+    events = commit_reference()
+    read = next(index for index, event in enumerate(events) if event.label.startswith("read_bytes ~/manifests/"))
+    change = first_change(events, read)
+    assert change > read and events[change].kind not in ("read_bytes", "info", "list_dir")
+    states = []
+    for index in (read, change):
+        killed_states.restore(scenario, ("commit", KillPoint(events[index].label, events[index].occurrence, index)))
+        states.append((listing(scenario.dest, temporary=True), len(scenario.spill_files())))
+    assert states[0] == states[1], diff(states[0][0], states[1][0])
+
+
 # --- kill the job commit, then rerun it ----------------------------------------------------------------------------
 
 
-def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
-    before = scenario.prepare()
-    _kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))
     killed = listing(scenario.dest, temporary=True)
     report = Report(scenario, f"rerun after a kill before {commit_kill.id}", before, killed)
 
@@ -283,11 +289,10 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
 # --- kill the job commit, then abort -------------------------------------------------------------------------------
 
 
-def test_abort_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination as before the job (the earlier
     job's ``_SUCCESS`` included); after it, the job's output stays. A second abort changes nothing."""
-    before = scenario.prepare()
-    _kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))  # the rerun's test's child, put back
     killed = listing(scenario.dest, temporary=True)
     committed = _job_success(scenario) is not None
     report = Report(
@@ -316,12 +321,10 @@ def test_abort_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
 # --- kill an abort part-way, then abort again ------------------------------------------------------------------
 
 
-def test_abort_again_after_killed_abort(abort_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_again_after_killed_abort(abort_kill: KillPoint, scenario: Scenario, killed_states: KilledStates) -> None:
     """A commit killed halfway through its renames, then an abort killed too: a fresh abort still puts the
     destination back as it was before the job."""
-    before = scenario.prepare()
-    _kill(scenario, "commit", middle_rename(commit_reference()))
-    _kill(scenario, "abort", abort_kill)
+    before = killed_states.restore(scenario, ("commit", middle_rename(commit_reference())), ("abort", abort_kill))
     report = Report(
         scenario,
         f"abort after a commit killed mid-renames and an abort killed before {abort_kill.id}",
