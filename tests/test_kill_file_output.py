@@ -24,8 +24,8 @@ from manifest_committer.statistic_names import COMMITTER_BYTES_COMMITTED, COMMIT
 from tests.fixtures.killing import (
     JOB,
     NEXT_JOB,
-    Action,
     Event,
+    KilledStates,
     KillPoint,
     Listing,
     Scenario,
@@ -33,7 +33,6 @@ from tests.fixtures.killing import (
     job_files,
     listing,
     reference_events,
-    run_child,
     select_kill_points,
 )
 
@@ -67,8 +66,7 @@ def interrupting_point(protocol: str) -> KillPoint:
 @functools.cache
 def abort_reference(protocol: str) -> list[Event]:
     """The steps of an abort after a job commit killed at ``interrupting_point``."""
-    point = interrupting_point(protocol)
-    return reference_events("abort", before=lambda scenario: kill(scenario, "commit", point), protocol=protocol)
+    return reference_events("abort", kills=(("commit", interrupting_point(protocol)),), protocol=protocol)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -79,16 +77,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path: Path, protocol: str) -> Scenario:
-    scenario = Scenario(tmp_path, protocol)
-    scenario.spill.mkdir()
-    return scenario
-
-
-def kill(scenario: Scenario, action: Action, point: KillPoint) -> None:
-    outcome = run_child(scenario, action, point)
-    killed = outcome.killed_at
-    assert killed is not None and (killed.label, killed.occurrence) == (point.label, point.occurrence)
+def scenario(killed_states: KilledStates, protocol: str) -> Scenario:
+    """The scenario under ``protocol`` at the states' root: a test puts its state there."""
+    return Scenario(killed_states.root, protocol)
 
 
 def job_success(scenario: Scenario) -> mc.SuccessData | None:
@@ -164,10 +155,11 @@ def test_reference_commits_cover_the_protocols() -> None:
         assert all(labels.index(label) > started for label in merged), protocol
 
 
-def test_rerun_after_kill(protocol: str, commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_rerun_after_kill(
+    protocol: str, commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates
+) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
-    before = scenario.prepare()
-    kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))
     checks = Checks(scenario, f"{protocol}: rerun after a kill before {commit_kill.id}")
 
     checks.attempt("the rerun's commit_job", lambda: scenario.committer().commit_job())
@@ -180,12 +172,13 @@ def test_rerun_after_kill(protocol: str, commit_kill: KillPoint, scenario: Scena
     checks.check()
 
 
-def test_abort_after_kill(protocol: str, commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_after_kill(
+    protocol: str, commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates
+) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination as before the job commit
     (the earlier job's ``_SUCCESS`` put back; for v2, its committed tasks' files stay, as they were before); after
     it, the job's output stays. A second abort changes nothing."""
-    before = scenario.prepare()
-    kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))  # the rerun's test's child, put back
     committed = job_success(scenario) is not None
     killed = listing(scenario.dest)
     checks = Checks(
@@ -211,12 +204,12 @@ def test_abort_after_kill(protocol: str, commit_kill: KillPoint, scenario: Scena
     checks.check()
 
 
-def test_abort_again_after_killed_abort(protocol: str, abort_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_again_after_killed_abort(
+    protocol: str, abort_kill: KillPoint, scenario: Scenario, killed_states: KilledStates
+) -> None:
     """A commit killed part-way (see ``interrupting_point``), then an abort killed too: a fresh abort still puts
     the destination back as it was before the job commit."""
-    before = scenario.prepare()
-    kill(scenario, "commit", interrupting_point(protocol))
-    kill(scenario, "abort", abort_kill)
+    before = killed_states.restore(scenario, ("commit", interrupting_point(protocol)), ("abort", abort_kill))
     checks = Checks(
         scenario, f"{protocol}: abort after an interrupted commit and an abort killed before {abort_kill.id}"
     )
