@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import functools
 import tempfile
-import urllib.parse
 from collections.abc import Callable
 from typing import TypeVar
 
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED
 from tests.fixtures.killing import (
     FILES_PER_TASK,
     JOB,
@@ -32,10 +30,13 @@ from tests.fixtures.killing import (
     KilledStates,
     KillPoint,
     Listing,
+    Report,
     Scenario,
+    check_success,
     diff,
     first_change,
     job_files,
+    job_success,
     listing,
     middle_rename,
     reference_events,
@@ -73,18 +74,6 @@ def scenario(killed_states: KilledStates, monkeypatch: pytest.MonkeyPatch) -> Sc
     return scenario
 
 
-def _job_success(scenario: Scenario) -> mc.SuccessData | None:
-    """The job's own ``_SUCCESS`` in the destination, if that is what is there."""
-    path = scenario.dest / "_SUCCESS"
-    if not path.exists():
-        return None
-    try:
-        success = mc.SuccessData.load(str(path))
-    except mc.CommitterError:
-        return None
-    return success if success.job_id == JOB and success.success else None
-
-
 def _success_owner(scenario: Scenario) -> str:
     path = scenario.dest / "_SUCCESS"
     if not path.exists():
@@ -95,113 +84,38 @@ def _success_owner(scenario: Scenario) -> str:
         return f"unreadable ({error})"
 
 
-class Report:
-    """Collects every way the destination differs from the promise, so one failure says all of them."""
+def killed_state(scenario: Scenario, before: Listing, killed: Listing) -> Callable[[], str]:
+    """A ``Report`` context: what the killed child had changed outside ``_temporary``, and what was left of the
+    job's state."""
+    success_at_kill = _success_owner(scenario)
 
-    def __init__(self, scenario: Scenario, what: str, before: Listing, killed: Listing) -> None:
-        self.scenario = scenario
-        self.what = what
-        self.before = before
-        self.killed = killed
-        self.success_at_kill = _success_owner(scenario)
-        self.problems: list[str] = []
-
-    def attempt(self, step: str, call: Callable[[], T]) -> T | None:
-        try:
-            return call()
-        except Exception as error:
-            self.problems.append(f"{step} raised {type(error).__name__}: {error}")
-            return None
-
-    def compare(self, expected: Listing, actual: Listing, title: str) -> None:
-        difference = diff(expected, actual)
-        if difference:
-            self.problems.append(f"{title} (- missing, + unexpected, ~ changed):\n{difference}")
-
-    def no_job_state(self) -> None:
-        left = {
-            path: entry
-            for path, entry in listing(self.scenario.dest, temporary=True).items()
-            if path == f"_temporary/{JOB}" or path.startswith((f"_temporary/{JOB}/", f"_temporary/.trash/{JOB}="))
-        }
-        if left:
-            lines = "\n".join(f"  {path}: {entry}" for path, entry in sorted(left.items()))
-            self.problems.append(f"the job's temporary directory _temporary/{JOB} is left behind:\n{lines}")
-
-    def no_spill_files(self) -> None:
-        left = self.scenario.spill_files()
-        if left:
-            self.problems.append(f"spill files left in the temp directory {self.scenario.spill}: {', '.join(left)}")
-
-    def killed_state(self) -> str:
-        """What the killed child had changed outside ``_temporary``, and what was left of the job's state."""
-        outside = {path: entry for path, entry in self.killed.items() if not path.startswith("_temporary")}
-        job = self.scenario.expected_after_commit({})
+    def describe() -> str:
+        outside = {path: entry for path, entry in killed.items() if not path.startswith("_temporary")}
+        job = scenario.expected_after_commit({})
         in_place = sum(1 for path, data in job_files().items() if outside.get(path) == job[path])
         others = {
             path: entry
             for path, entry in outside.items()
             if path != "_SUCCESS" and (path not in job or entry != job[path])
         }
-        earlier = {path: entry for path, entry in self.before.items() if path not in job and path != "_SUCCESS"}
+        earlier = {path: entry for path, entry in before.items() if path not in job and path != "_SUCCESS"}
         changes = diff(earlier, others)
         job_dir = f"_temporary/{JOB}/00/"
         attempts = job_dir + "tasks/"
         state = sorted(
-            path[len(job_dir) :] for path in self.killed if path.startswith(job_dir) and not path.startswith(attempts)
+            path[len(job_dir) :] for path in killed if path.startswith(job_dir) and not path.startswith(attempts)
         )
-        waiting = sum(1 for path, entry in self.killed.items() if path.startswith(attempts) and entry != "dir")
-        present = [path for path in ("_temporary", f"_temporary/{JOB}", job_dir.rstrip("/")) if path in self.killed]
+        waiting = sum(1 for path, entry in killed.items() if path.startswith(attempts) and entry != "dir")
+        present = [path for path in ("_temporary", f"_temporary/{JOB}", job_dir.rstrip("/")) if path in killed]
         return (
             f"when the child was killed, {in_place} of the job's {len(job_files())} files were in place, and "
             f"otherwise the destination outside _temporary differed from before the job by:\n"
-            f"{changes or '  (nothing)'}\n  _SUCCESS: {self.success_at_kill}; "
+            f"{changes or '  (nothing)'}\n  _SUCCESS: {success_at_kill}; "
             f"present: {', '.join(present) or 'no _temporary'}; in {job_dir}: {', '.join(state) or '-'}; "
             f"{waiting} files still in task attempt directories"
         )
 
-    def check(self) -> None:
-        if self.problems:
-            raise AssertionError(
-                f"{self.what}:\n"
-                + "\n".join(f"* {problem}" for problem in self.problems)
-                + "\n\n"
-                + self.killed_state()
-            )
-
-
-def _check_success(report: Report, scenario: Scenario) -> None:
-    """``_SUCCESS`` is the job's, with every file and byte counted and every file named."""
-    success = _job_success(scenario)
-    if success is None:
-        found = (scenario.dest / "_SUCCESS").read_bytes()[:200] if (scenario.dest / "_SUCCESS").exists() else None
-        report.problems.append(f"_SUCCESS is not job {JOB}'s successful summary; found {found!r}")
-        return
-    files = job_files()
-    counters = success.iostatistics.counters
-    expected = {
-        COMMITTER_FILES_COMMITTED: len(files),
-        COMMITTER_BYTES_COMMITTED: sum(len(data) for data in files.values()),
-    }
-    for name, value in expected.items():
-        if counters.get(name) != value:
-            report.problems.append(f"_SUCCESS counter {name} = {counters.get(name)}, expected {value}")
-    store = scenario.committer().store
-    prefix = store.to_url(str(scenario.dest)) + "/"
-    urls = sorted(store.to_url(str(scenario.dest / path)) for path in files)
-
-    def shown(url: str) -> str:
-        return urllib.parse.unquote(url.removeprefix(prefix))
-
-    if success.filenames != urls:
-        missing = sorted(shown(url) for url in set(urls) - set(success.filenames))
-        extra = sorted(shown(url) for url in set(success.filenames) - set(urls))
-        order = "" if missing or extra else " (the same names, not sorted)"
-        report.problems.append(
-            f"_SUCCESS filenames: {len(success.filenames)} names, expected {len(urls)}{order}; "
-            f"missing {', '.join(missing[:5]) or '-'}{' ...' if len(missing) > 5 else ''}; "
-            f"unexpected {', '.join(extra[:5]) or '-'}"
-        )
+    return describe
 
 
 # --- the harness itself ------------------------------------------------------------------------------------------
@@ -268,7 +182,7 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_sta
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
     before = killed_states.restore(scenario, ("commit", commit_kill))
     killed = listing(scenario.dest, temporary=True)
-    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", before, killed)
+    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", killed_state(scenario, before, killed))
 
     def rerun() -> mc.SuccessData:
         with scenario.committer() as committer:  # close() waits for the background delete
@@ -279,7 +193,7 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_sta
     actual = listing(scenario.dest)
     actual.pop("_SUCCESS", None)
     report.compare(scenario.expected_after_commit(before), actual, "destination after the rerun")
-    _check_success(report, scenario)
+    check_success(report, scenario)
     report.no_job_state()
     report.no_spill_files()
     report.attempt(f"setup_job of a new job {NEXT_JOB}", lambda: scenario.committer(NEXT_JOB).setup_job())
@@ -294,12 +208,11 @@ def test_abort_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_sta
     job's ``_SUCCESS`` included); after it, the job's output stays. A second abort changes nothing."""
     before = killed_states.restore(scenario, ("commit", commit_kill))  # the rerun's test's child, put back
     killed = listing(scenario.dest, temporary=True)
-    committed = _job_success(scenario) is not None
+    committed = job_success(scenario) is not None
     report = Report(
         scenario,
         f"abort after a kill before {commit_kill.id} ({'after' if committed else 'before'} the commit point)",
-        before,
-        killed,
+        killed_state(scenario, before, killed),
     )
 
     report.attempt("abort_job", lambda: scenario.committer().abort_job())
@@ -328,8 +241,7 @@ def test_abort_again_after_killed_abort(abort_kill: KillPoint, scenario: Scenari
     report = Report(
         scenario,
         f"abort after a commit killed mid-renames and an abort killed before {abort_kill.id}",
-        before,
-        listing(scenario.dest, temporary=True),
+        killed_state(scenario, before, listing(scenario.dest, temporary=True)),
     )
 
     report.attempt("the second abort_job", lambda: scenario.committer().abort_job())

@@ -14,23 +14,22 @@ the task commits, so they are in "before" already and an abort leaves them; noth
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import tempfile
 from pathlib import Path
 
 import pytest
 
-import manifest_committer as mc
-from manifest_committer.statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED
 from tests.fixtures.killing import (
-    JOB,
     NEXT_JOB,
     Event,
     KilledStates,
     KillPoint,
-    Listing,
+    Report,
     Scenario,
-    diff,
+    check_success,
     job_files,
+    job_success,
+    killed_listing,
     listing,
     reference_events,
     select_kill_points,
@@ -77,70 +76,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def scenario(killed_states: KilledStates, protocol: str) -> Scenario:
-    """The scenario under ``protocol`` at the states' root: a test puts its state there."""
-    return Scenario(killed_states.root, protocol)
+def scenario(killed_states: KilledStates, protocol: str, monkeypatch: pytest.MonkeyPatch) -> Scenario:
+    """The scenario under ``protocol`` at the states' root (a test puts its state there); this process's temp
+    directory is its spill directory, as the killed child's is."""
+    scenario = Scenario(killed_states.root, protocol)
+    monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
+    return scenario
 
 
-def job_success(scenario: Scenario) -> mc.SuccessData | None:
-    path = scenario.dest / "_SUCCESS"
-    try:
-        success = mc.SuccessData.load(str(path))
-    except (FileNotFoundError, mc.CommitterError):
-        return None
-    return success if success.job_id == JOB and success.success else None
-
-
-class Checks:
-    """Every way the outcome differs from the promise, so one failure says all of them."""
-
-    def __init__(self, scenario: Scenario, what: str) -> None:
-        self.scenario = scenario
-        self.what = what
-        self.problems: list[str] = []
-
-    def attempt(self, step: str, call: Callable[[], object]) -> None:
-        try:
-            call()
-        except Exception as error:
-            self.problems.append(f"{step} raised {type(error).__name__}: {error}")
-
-    def compare(self, expected: Listing, title: str) -> None:
-        difference = diff(expected, listing(self.scenario.dest))
-        if difference:
-            self.problems.append(f"{title} (- missing, + unexpected, ~ changed):\n{difference}")
-
-    def no_job_state(self) -> None:
-        left = sorted(
-            path
-            for path in listing(self.scenario.dest, temporary=True)
-            if path == self.scenario.job_dir or path.startswith(self.scenario.job_dir + "/")
-        )
-        if left:
-            self.problems.append(f"the job's state is left behind: {', '.join(left)}")
-        self.attempt(f"setup_job of a new job {NEXT_JOB}", lambda: self.scenario.committer(NEXT_JOB).setup_job())
-
-    def job_success(self) -> None:
-        """``_SUCCESS`` is the job's, with every file and byte counted."""
-        success = job_success(self.scenario)
-        if success is None:
-            self.problems.append(f"_SUCCESS is not job {JOB}'s successful summary")
-            return
-        files = job_files()
-        counters = success.iostatistics.counters
-        expected = {
-            COMMITTER_FILES_COMMITTED: len(files),
-            COMMITTER_BYTES_COMMITTED: sum(len(data) for data in files.values()),
-        }
-        for name, value in expected.items():
-            if counters.get(name) != value:
-                self.problems.append(f"_SUCCESS counter {name} = {counters.get(name)}, expected {value}")
-        if len(success.filenames) != len(files):
-            self.problems.append(f"_SUCCESS names {len(success.filenames)} files, expected {len(files)}")
-
-    def check(self) -> None:
-        if self.problems:
-            raise AssertionError(f"{self.what}:\n" + "\n".join(f"* {problem}" for problem in self.problems))
+def finish(report: Report, scenario: Scenario) -> None:
+    """Nothing of the job left (state, spill files), a new job can start, and every problem said."""
+    report.no_job_state()
+    report.no_spill_files()
+    report.attempt(f"setup_job of a new job {NEXT_JOB}", lambda: scenario.committer(NEXT_JOB).setup_job())
+    report.check()
 
 
 def test_reference_commits_cover_the_protocols() -> None:
@@ -160,16 +109,16 @@ def test_rerun_after_kill(
 ) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
     before = killed_states.restore(scenario, ("commit", commit_kill))
-    checks = Checks(scenario, f"{protocol}: rerun after a kill before {commit_kill.id}")
+    killed = listing(scenario.dest, temporary=True)
+    report = Report(scenario, f"{protocol}: rerun after a kill before {commit_kill.id}", killed_listing(killed))
 
-    checks.attempt("the rerun's commit_job", lambda: scenario.committer().commit_job())
+    report.attempt("the rerun's commit_job", lambda: scenario.committer().commit_job())
 
     expected = scenario.expected_after_commit(before)
     expected["_SUCCESS"] = listing(scenario.dest).get("_SUCCESS", "missing")
-    checks.compare(expected, "destination after the rerun")
-    checks.job_success()
-    checks.no_job_state()
-    checks.check()
+    report.compare(expected, listing(scenario.dest), "destination after the rerun")
+    check_success(report, scenario)
+    finish(report, scenario)
 
 
 def test_abort_after_kill(
@@ -180,28 +129,26 @@ def test_abort_after_kill(
     it, the job's output stays. A second abort changes nothing."""
     before = killed_states.restore(scenario, ("commit", commit_kill))  # the rerun's test's child, put back
     committed = job_success(scenario) is not None
-    killed = listing(scenario.dest)
-    checks = Checks(
+    killed = listing(scenario.dest, temporary=True)
+    report = Report(
         scenario,
         f"{protocol}: abort after a kill before {commit_kill.id} "
         f"({'after' if committed else 'before'} the commit point)",
+        killed_listing(killed),
     )
 
-    checks.attempt("abort_job", lambda: scenario.committer().abort_job())
+    report.attempt("abort_job", lambda: scenario.committer().abort_job())
 
     if committed:
         expected = scenario.expected_after_commit(before)
         expected["_SUCCESS"] = killed["_SUCCESS"]
-        checks.compare(expected, "destination after the abort (the job had committed)")
+        report.compare(expected, listing(scenario.dest), "destination after the abort (the job had committed)")
     else:
-        checks.compare(before, "destination after the abort, against before the job commit")
+        report.compare(before, listing(scenario.dest), "destination after the abort, against before the job commit")
     after_first = listing(scenario.dest, temporary=True)
-    checks.attempt("a second abort_job", lambda: scenario.committer().abort_job())
-    difference = diff(after_first, listing(scenario.dest, temporary=True))
-    if difference:
-        checks.problems.append(f"a second abort_job changed the destination:\n{difference}")
-    checks.no_job_state()
-    checks.check()
+    report.attempt("a second abort_job", lambda: scenario.committer().abort_job())
+    report.compare(after_first, listing(scenario.dest, temporary=True), "a second abort_job changed the destination")
+    finish(report, scenario)
 
 
 def test_abort_again_after_killed_abort(
@@ -210,15 +157,16 @@ def test_abort_again_after_killed_abort(
     """A commit killed part-way (see ``interrupting_point``), then an abort killed too: a fresh abort still puts
     the destination back as it was before the job commit."""
     before = killed_states.restore(scenario, ("commit", interrupting_point(protocol)), ("abort", abort_kill))
-    checks = Checks(
-        scenario, f"{protocol}: abort after an interrupted commit and an abort killed before {abort_kill.id}"
+    report = Report(
+        scenario,
+        f"{protocol}: abort after an interrupted commit and an abort killed before {abort_kill.id}",
+        killed_listing(listing(scenario.dest, temporary=True)),
     )
 
-    checks.attempt("the second abort_job", lambda: scenario.committer().abort_job())
+    report.attempt("the second abort_job", lambda: scenario.committer().abort_job())
 
-    checks.compare(before, "destination after the abort, against before the job commit")
-    checks.no_job_state()
-    checks.check()
+    report.compare(before, listing(scenario.dest), "destination after the abort, against before the job commit")
+    finish(report, scenario)
 
 
 def test_v2_abort_before_job_commit_leaves_only_committed_tasks_files(tmp_path: Path) -> None:

@@ -19,9 +19,7 @@ import functools
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -41,13 +39,14 @@ from tests.fixtures.killing import (
     Event,
     KilledStates,
     KillPoint,
-    Listing,
     MarkerType,
+    Report,
     TransactionalScenario,
     accepted_attempts,
     diff,
     final_relative,
     first_change,
+    killed_listing,
     listing,
     middle_straggler_delete,
     select_kill_points,
@@ -55,8 +54,6 @@ from tests.fixtures.killing import (
     transactional_job_files,
     transactional_reference_events,
 )
-
-T = TypeVar("T")
 
 
 @functools.cache
@@ -119,51 +116,6 @@ def _relative_urls(scenario: TransactionalScenario, urls: list[str]) -> list[str
 
 def _earlier_job_files() -> list[str]:
     return [final_relative(path, "attempt_00000_0", EARLIER_JOB) for path in EARLIER_FILES]
-
-
-class Report:
-    """Collects every way the destination differs from the promise, so one failure says all of them."""
-
-    def __init__(self, scenario: TransactionalScenario, what: str, killed: Listing) -> None:
-        self.scenario = scenario
-        self.what = what
-        self.killed = killed
-        self.problems: list[str] = []
-
-    def attempt(self, step: str, call: Callable[[], T]) -> T | None:
-        try:
-            return call()
-        except Exception as error:
-            self.problems.append(f"{step} raised {type(error).__name__}: {error}")
-            return None
-
-    def compare(self, expected: Listing, actual: Listing, title: str) -> None:
-        difference = diff(expected, actual)
-        if difference:
-            self.problems.append(f"{title} (- missing, + unexpected, ~ changed):\n{difference}")
-
-    def no_job_state(self) -> None:
-        left = sorted(
-            path
-            for path in listing(self.scenario.dest, temporary=True)
-            if path == f"_temporary/{JOB}" or path.startswith((f"_temporary/{JOB}/", f"_temporary/.trash/{JOB}="))
-        )
-        if left:
-            self.problems.append(f"the job's state under _temporary/{JOB} is left behind: {', '.join(left)}")
-
-    def no_spill_files(self) -> None:
-        left = self.scenario.spill_files()
-        if left:
-            self.problems.append(f"spill files left in the temp directory {self.scenario.spill}: {', '.join(left)}")
-
-    def check(self) -> None:
-        if self.problems:
-            state = "\n".join(f"  {path}: {entry}" for path, entry in sorted(self.killed.items()))
-            raise AssertionError(
-                f"{self.what}:\n"
-                + "\n".join(f"* {problem}" for problem in self.problems)
-                + f"\n\nthe destination when the child was killed:\n{state}"
-            )
 
 
 def _check_committed(report: Report, scenario: TransactionalScenario) -> None:
@@ -272,7 +224,8 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenari
     """A fresh committer's ``commit_job`` finishes the job: exactly the accepted attempts' files, every other
     attempt's file gone, the job's records and ``_SUCCESS`` right, no state left."""
     before = killed_states.restore(scenario, ("commit", commit_kill))
-    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", listing(scenario.dest, temporary=True))
+    killed = listing(scenario.dest, temporary=True)
+    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", killed_listing(killed))
 
     def rerun() -> mc.SuccessData:
         with scenario.committer() as committer:
@@ -309,7 +262,7 @@ def test_abort_after_kill(commit_kill: KillPoint, scenario: TransactionalScenari
     report = Report(
         scenario,
         f"abort after a kill before {commit_kill.id} ({'after' if committed else 'before'} the commit point)",
-        killed,
+        killed_listing(killed),
     )
 
     report.attempt("abort_job", lambda: _abort(scenario))
@@ -347,7 +300,7 @@ def test_abort_again_after_killed_abort(
     report = Report(
         scenario,
         f"abort after a commit killed mid-deletes and an abort killed before {abort_kill.id}",
-        listing(scenario.dest, temporary=True),
+        killed_listing(listing(scenario.dest, temporary=True)),
     )
 
     report.attempt("the second abort_job", lambda: _abort(scenario))
