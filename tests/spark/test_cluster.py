@@ -87,6 +87,37 @@ def assert_row_exact(result: dict[str, object]) -> None:
     assert sorted(tuple(row) for row in read) == sorted(rows())
 
 
+# The executor is killed in an application of its own, before the shared one: what a killed speculative attempt
+# leaves running (a Python worker asleep) cannot delay its start.
+def test_executor_killed_while_tasks_write(spark_cluster: SparkCluster, tmp_path: Path) -> None:
+    arguments = run_arguments(tmp_path, slow_partitions=[0, 1, 2, 3], sleep_seconds=4)
+    markers = Path(arguments["markers"])
+    process = start_cluster_job(spark_cluster, JOB_MODULE, arguments)
+    deadline = time.monotonic() + 90
+    victim: dict[str, Any] | None = None
+    while victim is None and time.monotonic() < deadline and process.poll() is None:
+        sleeping = [markers / f"{path.stem}.json" for path in markers.glob("*.sleeping")]
+        if sleeping:
+            victim = json.loads(sleeping[0].read_text())
+        else:
+            time.sleep(0.1)
+    assert victim is not None, "no first attempt reached its sleep"
+    executor = executor_of(victim["pid"])
+    os.kill(executor, signal.SIGKILL)
+    job = finish_cluster_job(process, Path(arguments["result"]))
+
+    assert_row_exact(job.result)
+    ran = attempts(markers)
+    # Killing the executor also loses the shuffle output it held, so Spark may rerun the write as a new stage
+    # attempt (attempt numbers start at 0 again) rather than as a second attempt of the task: compare ids.
+    retries = [a for a in ran if a["partition"] == victim["partition"] and a != victim]
+    assert retries, f"Spark never relaunched partition {victim['partition']}: {ran}"
+    in_output = attempts_in_output(Path(arguments["out"]))
+    assert sorted(in_output) == [0, 1, 2, 3]
+    assert all(len(ids) == 1 for ids in in_output.values()), in_output
+    assert victim["task_attempt_id"] not in in_output[victim["partition"]]
+
+
 @pytest.fixture(scope="module")
 def speculation_writes(spark_cluster: SparkCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One application with speculation on, on the cluster: the partitioned write, then for each protocol a write
@@ -123,35 +154,6 @@ def test_partitioned_write_on_the_cluster(speculation_writes: dict[str, Any]) ->
     ran = attempts(Path(arguments["markers"]))
     assert {attempt["host"] for attempt in ran} == set(WORKER_HOSTS)  # both executors wrote
     assert {p: len(ids) for p, ids in attempts_in_output(out).items()} == {0: 1, 1: 1, 2: 1, 3: 1}
-
-
-def test_executor_killed_while_tasks_write(spark_cluster: SparkCluster, tmp_path: Path) -> None:
-    arguments = run_arguments(tmp_path, slow_partitions=[0, 1, 2, 3], sleep_seconds=4)
-    markers = Path(arguments["markers"])
-    process = start_cluster_job(spark_cluster, JOB_MODULE, arguments)
-    deadline = time.monotonic() + 90
-    victim: dict[str, Any] | None = None
-    while victim is None and time.monotonic() < deadline and process.poll() is None:
-        sleeping = [markers / f"{path.stem}.json" for path in markers.glob("*.sleeping")]
-        if sleeping:
-            victim = json.loads(sleeping[0].read_text())
-        else:
-            time.sleep(0.1)
-    assert victim is not None, "no first attempt reached its sleep"
-    executor = executor_of(victim["pid"])
-    os.kill(executor, signal.SIGKILL)
-    job = finish_cluster_job(process, Path(arguments["result"]))
-
-    assert_row_exact(job.result)
-    ran = attempts(markers)
-    # Killing the executor also loses the shuffle output it held, so Spark may rerun the write as a new stage
-    # attempt (attempt numbers start at 0 again) rather than as a second attempt of the task: compare ids.
-    retries = [a for a in ran if a["partition"] == victim["partition"] and a != victim]
-    assert retries, f"Spark never relaunched partition {victim['partition']}: {ran}"
-    in_output = attempts_in_output(Path(arguments["out"]))
-    assert sorted(in_output) == [0, 1, 2, 3]
-    assert all(len(ids) == 1 for ids in in_output.values()), in_output
-    assert victim["task_attempt_id"] not in in_output[victim["partition"]]
 
 
 @pytest.mark.timeout(SHARED_TIMEOUT + 120)
