@@ -41,6 +41,7 @@ from tests.fixtures.killing import (
     middle_rename,
     reference_events,
     select_kill_points,
+    with_committer,
 )
 
 T = TypeVar("T")
@@ -196,7 +197,9 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_sta
     check_success(report, scenario)
     report.no_job_state()
     report.no_spill_files()
-    report.attempt(f"setup_job of a new job {NEXT_JOB}", lambda: scenario.committer(NEXT_JOB).setup_job())
+    report.attempt(
+        f"setup_job of a new job {NEXT_JOB}", lambda: with_committer(scenario, lambda job: job.setup_job(), NEXT_JOB)
+    )
     report.check()
 
 
@@ -215,19 +218,15 @@ def test_abort_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_sta
         killed_state(scenario, before, killed),
     )
 
-    report.attempt("abort_job", lambda: scenario.committer().abort_job())
+    def abort() -> None:
+        with_committer(scenario, lambda committer: committer.abort_job())
 
     if committed:
         expected = scenario.expected_after_commit(before)
         expected["_SUCCESS"] = killed["_SUCCESS"]
-        report.compare(expected, listing(scenario.dest), "destination after the abort (the job had committed)")
+        report.abort_twice(abort, expected, "destination after the abort (the job had committed)")
     else:
-        report.compare(before, listing(scenario.dest), "destination after the abort, against before the job")
-    report.no_job_state()
-    report.no_spill_files()
-    after_first = listing(scenario.dest, temporary=True)
-    report.attempt("a second abort_job", lambda: scenario.committer().abort_job())
-    report.compare(after_first, listing(scenario.dest, temporary=True), "a second abort_job changed the destination")
+        report.abort_twice(abort, before, "destination after the abort, against before the job")
     report.check()
 
 
@@ -244,7 +243,7 @@ def test_abort_again_after_killed_abort(abort_kill: KillPoint, scenario: Scenari
         killed_state(scenario, before, listing(scenario.dest, temporary=True)),
     )
 
-    report.attempt("the second abort_job", lambda: scenario.committer().abort_job())
+    report.attempt("the second abort_job", lambda: with_committer(scenario, lambda committer: committer.abort_job()))
 
     report.compare(before, listing(scenario.dest), "destination after the abort, against before the job")
     report.no_job_state()

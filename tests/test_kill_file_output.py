@@ -33,6 +33,7 @@ from tests.fixtures.killing import (
     listing,
     reference_events,
     select_kill_points,
+    with_committer,
 )
 
 PROTOCOLS = ("v1", "v2")
@@ -88,7 +89,9 @@ def finish(report: Report, scenario: Scenario) -> None:
     """Nothing of the job left (state, spill files), a new job can start, and every problem said."""
     report.no_job_state()
     report.no_spill_files()
-    report.attempt(f"setup_job of a new job {NEXT_JOB}", lambda: scenario.committer(NEXT_JOB).setup_job())
+    report.attempt(
+        f"setup_job of a new job {NEXT_JOB}", lambda: with_committer(scenario, lambda job: job.setup_job(), NEXT_JOB)
+    )
     report.check()
 
 
@@ -112,7 +115,7 @@ def test_rerun_after_kill(
     killed = listing(scenario.dest, temporary=True)
     report = Report(scenario, f"{protocol}: rerun after a kill before {commit_kill.id}", killed_listing(killed))
 
-    report.attempt("the rerun's commit_job", lambda: scenario.committer().commit_job())
+    report.attempt("the rerun's commit_job", lambda: with_committer(scenario, lambda committer: committer.commit_job()))
 
     expected = scenario.expected_after_commit(before)
     expected["_SUCCESS"] = listing(scenario.dest).get("_SUCCESS", "missing")
@@ -137,17 +140,15 @@ def test_abort_after_kill(
         killed_listing(killed),
     )
 
-    report.attempt("abort_job", lambda: scenario.committer().abort_job())
+    def abort() -> None:
+        with_committer(scenario, lambda committer: committer.abort_job())
 
     if committed:
         expected = scenario.expected_after_commit(before)
         expected["_SUCCESS"] = killed["_SUCCESS"]
-        report.compare(expected, listing(scenario.dest), "destination after the abort (the job had committed)")
+        report.abort_twice(abort, expected, "destination after the abort (the job had committed)")
     else:
-        report.compare(before, listing(scenario.dest), "destination after the abort, against before the job commit")
-    after_first = listing(scenario.dest, temporary=True)
-    report.attempt("a second abort_job", lambda: scenario.committer().abort_job())
-    report.compare(after_first, listing(scenario.dest, temporary=True), "a second abort_job changed the destination")
+        report.abort_twice(abort, before, "destination after the abort, against before the job commit")
     finish(report, scenario)
 
 
@@ -163,7 +164,7 @@ def test_abort_again_after_killed_abort(
         killed_listing(listing(scenario.dest, temporary=True)),
     )
 
-    report.attempt("the second abort_job", lambda: scenario.committer().abort_job())
+    report.attempt("the second abort_job", lambda: with_committer(scenario, lambda committer: committer.abort_job()))
 
     report.compare(before, listing(scenario.dest), "destination after the abort, against before the job commit")
     finish(report, scenario)
