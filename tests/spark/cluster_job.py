@@ -25,7 +25,7 @@ from pyspark.sql import functions
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import manifest_committer.spark as mcs
-from tests.fixtures.spark_cluster import cluster_session_builder
+from tests.fixtures.spark_cluster import WORKER_HOSTS, cluster_session_builder
 
 SCHEMA = StructType(
     [StructField("id", LongType()), StructField("name", StringType()), StructField("country", StringType())]
@@ -81,10 +81,24 @@ def run_write(session: Any, write: dict[str, Any], started: float) -> None:
         Path(write["result"]).write_text(json.dumps({"error": traceback.format_exc(), "timings": timings}))
 
 
+def wait_for_executors(session: Any, timeout: float = 120.0) -> None:
+    """Waits (bounded) until an executor on every worker host is registered.
+
+    A session starts once both executors registered or ``maxRegisteredResourcesWaitingTime`` passed; on a busy
+    machine, or when a worker still frees the cores of the application before, one executor can come later, and
+    the first write would then run on one host alone."""
+    status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()  # the driver's block manager too
+    deadline = time.monotonic() + timeout
+    while status.size() < len(WORKER_HOSTS) + 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        status = session.sparkContext._jsc.sc().getExecutorMemoryStatus()
+
+
 def main(master_url: str, arguments: dict[str, Any]) -> None:
     started = time.monotonic()
     session = cluster_session_builder(master_url, "manifest-committer-cluster-test", arguments["conf"]).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    wait_for_executors(session)
     try:
         for write in arguments.get("writes", [arguments]):
             run_write(session, write, started)
