@@ -3,6 +3,7 @@
 pytest_plugins = [
     "tests.fixtures.emulators",
     "tests.fixtures.hadoop",
+    "tests.fixtures.killing",
     "tests.fixtures.spark",
     "tests.fixtures.spark_cluster",
     "tests.fixtures.stores",

@@ -14,33 +14,34 @@ from __future__ import annotations
 
 import functools
 import tempfile
-import urllib.parse
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED
 from tests.fixtures.killing import (
     FILES_PER_TASK,
     JOB,
     NEXT_JOB,
     TASKS,
     TRASH_ENTRY,
-    Action,
     Event,
+    KilledStates,
     KillPoint,
     Listing,
+    Report,
     Scenario,
+    check_success,
     diff,
+    first_change,
     job_files,
+    job_success,
     listing,
     middle_rename,
     reference_events,
-    run_child,
     select_kill_points,
+    with_committer,
 )
 
 T = TypeVar("T")
@@ -55,8 +56,7 @@ def commit_reference() -> list[Event]:
 @functools.cache
 def abort_reference() -> list[Event]:
     """The steps of an abort after a job commit killed halfway through its renames."""
-    middle = middle_rename(commit_reference())
-    return reference_events("abort", before=lambda scenario: _kill(scenario, "commit", middle))
+    return reference_events("abort", kills=(("commit", middle_rename(commit_reference())),))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -67,32 +67,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Scenario:
-    """A fresh scenario; this process's temp directory is its spill directory, as the killed child's is."""
-    scenario = Scenario(tmp_path)
-    scenario.spill.mkdir()
+def scenario(killed_states: KilledStates, monkeypatch: pytest.MonkeyPatch) -> Scenario:
+    """The scenario at the states' root (a test puts its state there); this process's temp directory is its
+    spill directory, as the killed child's is."""
+    scenario = Scenario(killed_states.root)
     monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
     return scenario
-
-
-def _kill(scenario: Scenario, action: Action, point: KillPoint) -> None:
-    outcome = run_child(scenario, action, point)
-    killed = outcome.killed_at
-    assert killed is not None and (killed.label, killed.occurrence) == (point.label, point.occurrence), (
-        f"the harness killed the child at {killed}, not before {point.id}"
-    )
-
-
-def _job_success(scenario: Scenario) -> mc.SuccessData | None:
-    """The job's own ``_SUCCESS`` in the destination, if that is what is there."""
-    path = scenario.dest / "_SUCCESS"
-    if not path.exists():
-        return None
-    try:
-        success = mc.SuccessData.load(str(path))
-    except mc.CommitterError:
-        return None
-    return success if success.job_id == JOB and success.success else None
 
 
 def _success_owner(scenario: Scenario) -> str:
@@ -105,113 +85,38 @@ def _success_owner(scenario: Scenario) -> str:
         return f"unreadable ({error})"
 
 
-class Report:
-    """Collects every way the destination differs from the promise, so one failure says all of them."""
+def killed_state(scenario: Scenario, before: Listing, killed: Listing) -> Callable[[], str]:
+    """A ``Report`` context: what the killed child had changed outside ``_temporary``, and what was left of the
+    job's state."""
+    success_at_kill = _success_owner(scenario)
 
-    def __init__(self, scenario: Scenario, what: str, before: Listing, killed: Listing) -> None:
-        self.scenario = scenario
-        self.what = what
-        self.before = before
-        self.killed = killed
-        self.success_at_kill = _success_owner(scenario)
-        self.problems: list[str] = []
-
-    def attempt(self, step: str, call: Callable[[], T]) -> T | None:
-        try:
-            return call()
-        except Exception as error:
-            self.problems.append(f"{step} raised {type(error).__name__}: {error}")
-            return None
-
-    def compare(self, expected: Listing, actual: Listing, title: str) -> None:
-        difference = diff(expected, actual)
-        if difference:
-            self.problems.append(f"{title} (- missing, + unexpected, ~ changed):\n{difference}")
-
-    def no_job_state(self) -> None:
-        left = {
-            path: entry
-            for path, entry in listing(self.scenario.dest, temporary=True).items()
-            if path == f"_temporary/{JOB}" or path.startswith((f"_temporary/{JOB}/", f"_temporary/.trash/{JOB}="))
-        }
-        if left:
-            lines = "\n".join(f"  {path}: {entry}" for path, entry in sorted(left.items()))
-            self.problems.append(f"the job's temporary directory _temporary/{JOB} is left behind:\n{lines}")
-
-    def no_spill_files(self) -> None:
-        left = self.scenario.spill_files()
-        if left:
-            self.problems.append(f"spill files left in the temp directory {self.scenario.spill}: {', '.join(left)}")
-
-    def killed_state(self) -> str:
-        """What the killed child had changed outside ``_temporary``, and what was left of the job's state."""
-        outside = {path: entry for path, entry in self.killed.items() if not path.startswith("_temporary")}
-        job = self.scenario.expected_after_commit({})
+    def describe() -> str:
+        outside = {path: entry for path, entry in killed.items() if not path.startswith("_temporary")}
+        job = scenario.expected_after_commit({})
         in_place = sum(1 for path, data in job_files().items() if outside.get(path) == job[path])
         others = {
             path: entry
             for path, entry in outside.items()
             if path != "_SUCCESS" and (path not in job or entry != job[path])
         }
-        earlier = {path: entry for path, entry in self.before.items() if path not in job and path != "_SUCCESS"}
+        earlier = {path: entry for path, entry in before.items() if path not in job and path != "_SUCCESS"}
         changes = diff(earlier, others)
         job_dir = f"_temporary/{JOB}/00/"
         attempts = job_dir + "tasks/"
         state = sorted(
-            path[len(job_dir) :] for path in self.killed if path.startswith(job_dir) and not path.startswith(attempts)
+            path[len(job_dir) :] for path in killed if path.startswith(job_dir) and not path.startswith(attempts)
         )
-        waiting = sum(1 for path, entry in self.killed.items() if path.startswith(attempts) and entry != "dir")
-        present = [path for path in ("_temporary", f"_temporary/{JOB}", job_dir.rstrip("/")) if path in self.killed]
+        waiting = sum(1 for path, entry in killed.items() if path.startswith(attempts) and entry != "dir")
+        present = [path for path in ("_temporary", f"_temporary/{JOB}", job_dir.rstrip("/")) if path in killed]
         return (
             f"when the child was killed, {in_place} of the job's {len(job_files())} files were in place, and "
             f"otherwise the destination outside _temporary differed from before the job by:\n"
-            f"{changes or '  (nothing)'}\n  _SUCCESS: {self.success_at_kill}; "
+            f"{changes or '  (nothing)'}\n  _SUCCESS: {success_at_kill}; "
             f"present: {', '.join(present) or 'no _temporary'}; in {job_dir}: {', '.join(state) or '-'}; "
             f"{waiting} files still in task attempt directories"
         )
 
-    def check(self) -> None:
-        if self.problems:
-            raise AssertionError(
-                f"{self.what}:\n"
-                + "\n".join(f"* {problem}" for problem in self.problems)
-                + "\n\n"
-                + self.killed_state()
-            )
-
-
-def _check_success(report: Report, scenario: Scenario) -> None:
-    """``_SUCCESS`` is the job's, with every file and byte counted and every file named."""
-    success = _job_success(scenario)
-    if success is None:
-        found = (scenario.dest / "_SUCCESS").read_bytes()[:200] if (scenario.dest / "_SUCCESS").exists() else None
-        report.problems.append(f"_SUCCESS is not job {JOB}'s successful summary; found {found!r}")
-        return
-    files = job_files()
-    counters = success.iostatistics.counters
-    expected = {
-        COMMITTER_FILES_COMMITTED: len(files),
-        COMMITTER_BYTES_COMMITTED: sum(len(data) for data in files.values()),
-    }
-    for name, value in expected.items():
-        if counters.get(name) != value:
-            report.problems.append(f"_SUCCESS counter {name} = {counters.get(name)}, expected {value}")
-    store = scenario.committer().store
-    prefix = store.to_url(str(scenario.dest)) + "/"
-    urls = sorted(store.to_url(str(scenario.dest / path)) for path in files)
-
-    def shown(url: str) -> str:
-        return urllib.parse.unquote(url.removeprefix(prefix))
-
-    if success.filenames != urls:
-        missing = sorted(shown(url) for url in set(urls) - set(success.filenames))
-        extra = sorted(shown(url) for url in set(success.filenames) - set(urls))
-        order = "" if missing or extra else " (the same names, not sorted)"
-        report.problems.append(
-            f"_SUCCESS filenames: {len(success.filenames)} names, expected {len(urls)}{order}; "
-            f"missing {', '.join(missing[:5]) or '-'}{' ...' if len(missing) > 5 else ''}; "
-            f"unexpected {', '.join(extra[:5]) or '-'}"
-        )
+    return describe
 
 
 # --- the harness itself ------------------------------------------------------------------------------------------
@@ -225,15 +130,14 @@ def test_reference_commit_moves_every_file_and_replaces_success() -> None:
     assert any(event.label.endswith("-> _SUCCESS") or event.label.endswith(" _SUCCESS") for event in events)
 
 
-def test_a_kill_lands_before_its_step(scenario: Scenario) -> None:
+def test_a_kill_lands_before_its_step(scenario: Scenario, killed_states: KilledStates) -> None:
     """Killed before the first rename: the commit had started (directories made), no file of the job is in place."""
-    before = scenario.prepare()
     first = next(
         KillPoint(event.label, event.occurrence, index)
         for index, event in enumerate(commit_reference())
         if event.kind == "rename_file"
     )
-    _kill(scenario, "commit", first)
+    before = killed_states.restore(scenario, ("commit", first))
 
     def files(state: Listing) -> Listing:
         return {path: entry for path, entry in state.items() if entry != "dir"}
@@ -254,15 +158,32 @@ def test_reference_commit_deletes_its_state_in_the_background() -> None:
     )
 
 
+def test_a_kill_before_a_read_leaves_what_a_kill_before_the_next_change_leaves(
+    scenario: Scenario, killed_states: KilledStates
+) -> None:
+    """Why the kill points are changes only (``select_kill_points``): killed before a manifest load, or before
+    the first change after it, the destination (``_temporary`` included) is the same byte for byte, and the temp
+    directory holds the same spill file (by another name, its content the child's scratch: the follow-up only
+    removes it)."""
+    events = commit_reference()
+    read = next(index for index, event in enumerate(events) if event.label.startswith("read_bytes ~/manifests/"))
+    change = first_change(events, read)
+    assert change > read and events[change].kind not in ("read_bytes", "info", "list_dir")
+    states = []
+    for index in (read, change):
+        killed_states.restore(scenario, ("commit", KillPoint(events[index].label, events[index].occurrence, index)))
+        states.append((listing(scenario.dest, temporary=True), len(scenario.spill_files())))
+    assert states[0] == states[1], diff(states[0][0], states[1][0])
+
+
 # --- kill the job commit, then rerun it ----------------------------------------------------------------------------
 
 
-def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
-    before = scenario.prepare()
-    _kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))
     killed = listing(scenario.dest, temporary=True)
-    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", before, killed)
+    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", killed_state(scenario, before, killed))
 
     def rerun() -> mc.SuccessData:
         with scenario.committer() as committer:  # close() waits for the background delete
@@ -273,63 +194,56 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
     actual = listing(scenario.dest)
     actual.pop("_SUCCESS", None)
     report.compare(scenario.expected_after_commit(before), actual, "destination after the rerun")
-    _check_success(report, scenario)
+    check_success(report, scenario)
     report.no_job_state()
     report.no_spill_files()
-    report.attempt(f"setup_job of a new job {NEXT_JOB}", lambda: scenario.committer(NEXT_JOB).setup_job())
+    report.attempt(
+        f"setup_job of a new job {NEXT_JOB}", lambda: with_committer(scenario, lambda job: job.setup_job(), NEXT_JOB)
+    )
     report.check()
 
 
 # --- kill the job commit, then abort -------------------------------------------------------------------------------
 
 
-def test_abort_after_kill(commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_after_kill(commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination as before the job (the earlier
     job's ``_SUCCESS`` included); after it, the job's output stays. A second abort changes nothing."""
-    before = scenario.prepare()
-    _kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))  # the rerun's test's child, put back
     killed = listing(scenario.dest, temporary=True)
-    committed = _job_success(scenario) is not None
+    committed = job_success(scenario) is not None
     report = Report(
         scenario,
         f"abort after a kill before {commit_kill.id} ({'after' if committed else 'before'} the commit point)",
-        before,
-        killed,
+        killed_state(scenario, before, killed),
     )
 
-    report.attempt("abort_job", lambda: scenario.committer().abort_job())
+    def abort() -> None:
+        with_committer(scenario, lambda committer: committer.abort_job())
 
     if committed:
         expected = scenario.expected_after_commit(before)
         expected["_SUCCESS"] = killed["_SUCCESS"]
-        report.compare(expected, listing(scenario.dest), "destination after the abort (the job had committed)")
+        report.abort_twice(abort, expected, "destination after the abort (the job had committed)")
     else:
-        report.compare(before, listing(scenario.dest), "destination after the abort, against before the job")
-    report.no_job_state()
-    report.no_spill_files()
-    after_first = listing(scenario.dest, temporary=True)
-    report.attempt("a second abort_job", lambda: scenario.committer().abort_job())
-    report.compare(after_first, listing(scenario.dest, temporary=True), "a second abort_job changed the destination")
+        report.abort_twice(abort, before, "destination after the abort, against before the job")
     report.check()
 
 
 # --- kill an abort part-way, then abort again ------------------------------------------------------------------
 
 
-def test_abort_again_after_killed_abort(abort_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_again_after_killed_abort(abort_kill: KillPoint, scenario: Scenario, killed_states: KilledStates) -> None:
     """A commit killed halfway through its renames, then an abort killed too: a fresh abort still puts the
     destination back as it was before the job."""
-    before = scenario.prepare()
-    _kill(scenario, "commit", middle_rename(commit_reference()))
-    _kill(scenario, "abort", abort_kill)
+    before = killed_states.restore(scenario, ("commit", middle_rename(commit_reference())), ("abort", abort_kill))
     report = Report(
         scenario,
         f"abort after a commit killed mid-renames and an abort killed before {abort_kill.id}",
-        before,
-        listing(scenario.dest, temporary=True),
+        killed_state(scenario, before, listing(scenario.dest, temporary=True)),
     )
 
-    report.attempt("the second abort_job", lambda: scenario.committer().abort_job())
+    report.attempt("the second abort_job", lambda: with_committer(scenario, lambda committer: committer.abort_job()))
 
     report.compare(before, listing(scenario.dest), "destination after the abort, against before the job")
     report.no_job_state()

@@ -14,27 +14,26 @@ the task commits, so they are in "before" already and an abort leaves them; noth
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import tempfile
 from pathlib import Path
 
 import pytest
 
-import manifest_committer as mc
-from manifest_committer.statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED
 from tests.fixtures.killing import (
-    JOB,
     NEXT_JOB,
-    Action,
     Event,
+    KilledStates,
     KillPoint,
-    Listing,
+    Report,
     Scenario,
-    diff,
+    check_success,
     job_files,
+    job_success,
+    killed_listing,
     listing,
     reference_events,
-    run_child,
     select_kill_points,
+    with_committer,
 )
 
 PROTOCOLS = ("v1", "v2")
@@ -67,8 +66,7 @@ def interrupting_point(protocol: str) -> KillPoint:
 @functools.cache
 def abort_reference(protocol: str) -> list[Event]:
     """The steps of an abort after a job commit killed at ``interrupting_point``."""
-    point = interrupting_point(protocol)
-    return reference_events("abort", before=lambda scenario: kill(scenario, "commit", point), protocol=protocol)
+    return reference_events("abort", kills=(("commit", interrupting_point(protocol)),), protocol=protocol)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -79,77 +77,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path: Path, protocol: str) -> Scenario:
-    scenario = Scenario(tmp_path, protocol)
-    scenario.spill.mkdir()
+def scenario(killed_states: KilledStates, protocol: str, monkeypatch: pytest.MonkeyPatch) -> Scenario:
+    """The scenario under ``protocol`` at the states' root (a test puts its state there); this process's temp
+    directory is its spill directory, as the killed child's is."""
+    scenario = Scenario(killed_states.root, protocol)
+    monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
     return scenario
 
 
-def kill(scenario: Scenario, action: Action, point: KillPoint) -> None:
-    outcome = run_child(scenario, action, point)
-    killed = outcome.killed_at
-    assert killed is not None and (killed.label, killed.occurrence) == (point.label, point.occurrence)
-
-
-def job_success(scenario: Scenario) -> mc.SuccessData | None:
-    path = scenario.dest / "_SUCCESS"
-    try:
-        success = mc.SuccessData.load(str(path))
-    except (FileNotFoundError, mc.CommitterError):
-        return None
-    return success if success.job_id == JOB and success.success else None
-
-
-class Checks:
-    """Every way the outcome differs from the promise, so one failure says all of them."""
-
-    def __init__(self, scenario: Scenario, what: str) -> None:
-        self.scenario = scenario
-        self.what = what
-        self.problems: list[str] = []
-
-    def attempt(self, step: str, call: Callable[[], object]) -> None:
-        try:
-            call()
-        except Exception as error:
-            self.problems.append(f"{step} raised {type(error).__name__}: {error}")
-
-    def compare(self, expected: Listing, title: str) -> None:
-        difference = diff(expected, listing(self.scenario.dest))
-        if difference:
-            self.problems.append(f"{title} (- missing, + unexpected, ~ changed):\n{difference}")
-
-    def no_job_state(self) -> None:
-        left = sorted(
-            path
-            for path in listing(self.scenario.dest, temporary=True)
-            if path == self.scenario.job_dir or path.startswith(self.scenario.job_dir + "/")
-        )
-        if left:
-            self.problems.append(f"the job's state is left behind: {', '.join(left)}")
-        self.attempt(f"setup_job of a new job {NEXT_JOB}", lambda: self.scenario.committer(NEXT_JOB).setup_job())
-
-    def job_success(self) -> None:
-        """``_SUCCESS`` is the job's, with every file and byte counted."""
-        success = job_success(self.scenario)
-        if success is None:
-            self.problems.append(f"_SUCCESS is not job {JOB}'s successful summary")
-            return
-        files = job_files()
-        counters = success.iostatistics.counters
-        expected = {
-            COMMITTER_FILES_COMMITTED: len(files),
-            COMMITTER_BYTES_COMMITTED: sum(len(data) for data in files.values()),
-        }
-        for name, value in expected.items():
-            if counters.get(name) != value:
-                self.problems.append(f"_SUCCESS counter {name} = {counters.get(name)}, expected {value}")
-        if len(success.filenames) != len(files):
-            self.problems.append(f"_SUCCESS names {len(success.filenames)} files, expected {len(files)}")
-
-    def check(self) -> None:
-        if self.problems:
-            raise AssertionError(f"{self.what}:\n" + "\n".join(f"* {problem}" for problem in self.problems))
+def finish(report: Report, scenario: Scenario) -> None:
+    """Nothing of the job left (state, spill files), a new job can start, and every problem said."""
+    report.no_job_state()
+    report.no_spill_files()
+    report.attempt(
+        f"setup_job of a new job {NEXT_JOB}", lambda: with_committer(scenario, lambda job: job.setup_job(), NEXT_JOB)
+    )
+    report.check()
 
 
 def test_reference_commits_cover_the_protocols() -> None:
@@ -164,68 +107,67 @@ def test_reference_commits_cover_the_protocols() -> None:
         assert all(labels.index(label) > started for label in merged), protocol
 
 
-def test_rerun_after_kill(protocol: str, commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_rerun_after_kill(
+    protocol: str, commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates
+) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
-    before = scenario.prepare()
-    kill(scenario, "commit", commit_kill)
-    checks = Checks(scenario, f"{protocol}: rerun after a kill before {commit_kill.id}")
+    before = killed_states.restore(scenario, ("commit", commit_kill))
+    killed = listing(scenario.dest, temporary=True)
+    report = Report(scenario, f"{protocol}: rerun after a kill before {commit_kill.id}", killed_listing(killed))
 
-    checks.attempt("the rerun's commit_job", lambda: scenario.committer().commit_job())
+    report.attempt("the rerun's commit_job", lambda: with_committer(scenario, lambda committer: committer.commit_job()))
 
     expected = scenario.expected_after_commit(before)
     expected["_SUCCESS"] = listing(scenario.dest).get("_SUCCESS", "missing")
-    checks.compare(expected, "destination after the rerun")
-    checks.job_success()
-    checks.no_job_state()
-    checks.check()
+    report.compare(expected, listing(scenario.dest), "destination after the rerun")
+    check_success(report, scenario)
+    finish(report, scenario)
 
 
-def test_abort_after_kill(protocol: str, commit_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_after_kill(
+    protocol: str, commit_kill: KillPoint, scenario: Scenario, killed_states: KilledStates
+) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination as before the job commit
     (the earlier job's ``_SUCCESS`` put back; for v2, its committed tasks' files stay, as they were before); after
     it, the job's output stays. A second abort changes nothing."""
-    before = scenario.prepare()
-    kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))  # the rerun's test's child, put back
     committed = job_success(scenario) is not None
-    killed = listing(scenario.dest)
-    checks = Checks(
+    killed = listing(scenario.dest, temporary=True)
+    report = Report(
         scenario,
         f"{protocol}: abort after a kill before {commit_kill.id} "
         f"({'after' if committed else 'before'} the commit point)",
+        killed_listing(killed),
     )
 
-    checks.attempt("abort_job", lambda: scenario.committer().abort_job())
+    def abort() -> None:
+        with_committer(scenario, lambda committer: committer.abort_job())
 
     if committed:
         expected = scenario.expected_after_commit(before)
         expected["_SUCCESS"] = killed["_SUCCESS"]
-        checks.compare(expected, "destination after the abort (the job had committed)")
+        report.abort_twice(abort, expected, "destination after the abort (the job had committed)")
     else:
-        checks.compare(before, "destination after the abort, against before the job commit")
-    after_first = listing(scenario.dest, temporary=True)
-    checks.attempt("a second abort_job", lambda: scenario.committer().abort_job())
-    difference = diff(after_first, listing(scenario.dest, temporary=True))
-    if difference:
-        checks.problems.append(f"a second abort_job changed the destination:\n{difference}")
-    checks.no_job_state()
-    checks.check()
+        report.abort_twice(abort, before, "destination after the abort, against before the job commit")
+    finish(report, scenario)
 
 
-def test_abort_again_after_killed_abort(protocol: str, abort_kill: KillPoint, scenario: Scenario) -> None:
+def test_abort_again_after_killed_abort(
+    protocol: str, abort_kill: KillPoint, scenario: Scenario, killed_states: KilledStates
+) -> None:
     """A commit killed part-way (see ``interrupting_point``), then an abort killed too: a fresh abort still puts
     the destination back as it was before the job commit."""
-    before = scenario.prepare()
-    kill(scenario, "commit", interrupting_point(protocol))
-    kill(scenario, "abort", abort_kill)
-    checks = Checks(
-        scenario, f"{protocol}: abort after an interrupted commit and an abort killed before {abort_kill.id}"
+    before = killed_states.restore(scenario, ("commit", interrupting_point(protocol)), ("abort", abort_kill))
+    report = Report(
+        scenario,
+        f"{protocol}: abort after an interrupted commit and an abort killed before {abort_kill.id}",
+        killed_listing(listing(scenario.dest, temporary=True)),
     )
 
-    checks.attempt("the second abort_job", lambda: scenario.committer().abort_job())
+    report.attempt("the second abort_job", lambda: with_committer(scenario, lambda committer: committer.abort_job()))
 
-    checks.compare(before, "destination after the abort, against before the job commit")
-    checks.no_job_state()
-    checks.check()
+    report.compare(before, listing(scenario.dest), "destination after the abort, against before the job commit")
+    finish(report, scenario)
 
 
 def test_v2_abort_before_job_commit_leaves_only_committed_tasks_files(tmp_path: Path) -> None:

@@ -16,13 +16,10 @@ of the same child; each test id names the marker type and the step the child was
 from __future__ import annotations
 
 import functools
-import shutil
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -39,25 +36,24 @@ from tests.fixtures.killing import (
     NEXT_JOB,
     RETURNED,
     USER_FILES,
-    Action,
     Event,
+    KilledStates,
     KillPoint,
-    Listing,
     MarkerType,
+    Report,
     TransactionalScenario,
     accepted_attempts,
     diff,
     final_relative,
+    first_change,
+    killed_listing,
     listing,
     middle_straggler_delete,
-    run_child,
     select_kill_points,
     transactional_attempts,
     transactional_job_files,
     transactional_reference_events,
 )
-
-T = TypeVar("T")
 
 
 @functools.cache
@@ -70,7 +66,7 @@ def commit_reference(markers: MarkerType) -> list[Event]:
 def abort_reference(markers: MarkerType) -> list[Event]:
     """The steps of an abort after a job commit killed halfway through its deletes of other attempts' files."""
     middle = middle_straggler_delete(commit_reference(markers))
-    return transactional_reference_events(markers, "abort", before=lambda scenario: _kill(scenario, "commit", middle))
+    return transactional_reference_events(markers, "abort", kills=(("commit", middle),))
 
 
 def commit_kill_points(markers: MarkerType) -> list[KillPoint]:
@@ -98,46 +94,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, markers: MarkerType) -> TransactionalScenario:
-    """A fresh scenario; this process's temp directory is its spill directory, as the killed child's is."""
-    scenario = TransactionalScenario(tmp_path, markers)
-    scenario.spill.mkdir()
+def scenario(
+    killed_states: KilledStates, monkeypatch: pytest.MonkeyPatch, markers: MarkerType
+) -> TransactionalScenario:
+    """The scenario at the states' root (a test puts its state there); this process's temp directory is its
+    spill directory, as the killed child's is."""
+    scenario = TransactionalScenario(killed_states.root, markers)
     monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
     return scenario
-
-
-Prepare = Callable[[TransactionalScenario, bool], Listing]
-
-
-@pytest.fixture(scope="session")
-def prepare(tmp_path_factory: pytest.TempPathFactory) -> Prepare:
-    """``prepare(scenario, killed_mid_commit)`` gives the scenario's destination as before the job (user files,
-    an earlier job committed), or, with ``killed_mid_commit``, as a job commit killed halfway through its deletes
-    left it; returns the destination before the job. Each state is made once per marker type and copied: a
-    fresh committer acts on the files alone, so a copy is the state itself, and the tests stay fast."""
-    made: dict[tuple[MarkerType, bool], tuple[Path, Listing]] = {}
-
-    def copy(scenario: TransactionalScenario, killed_mid_commit: bool) -> Listing:
-        key = (scenario.markers, killed_mid_commit)
-        if key not in made:
-            template = TransactionalScenario(tmp_path_factory.mktemp(f"template-{scenario.markers}"), scenario.markers)
-            before = template.prepare()
-            if killed_mid_commit:
-                _kill(template, "commit", middle_straggler_delete(commit_reference(scenario.markers)))
-            made[key] = (template.dest, before)
-        source, before = made[key]
-        shutil.copytree(source, scenario.dest, symlinks=True)
-        return before
-
-    return copy
-
-
-def _kill(scenario: TransactionalScenario, action: Action, point: KillPoint) -> None:
-    outcome = run_child(scenario, action, point)
-    killed = outcome.killed_at
-    assert killed is not None and (killed.label, killed.occurrence) == (point.label, point.occurrence), (
-        f"the harness killed the child at {killed}, not before {point.id}"
-    )
 
 
 def _committed_record(scenario: TransactionalScenario) -> Path:
@@ -152,51 +116,6 @@ def _relative_urls(scenario: TransactionalScenario, urls: list[str]) -> list[str
 
 def _earlier_job_files() -> list[str]:
     return [final_relative(path, "attempt_00000_0", EARLIER_JOB) for path in EARLIER_FILES]
-
-
-class Report:
-    """Collects every way the destination differs from the promise, so one failure says all of them."""
-
-    def __init__(self, scenario: TransactionalScenario, what: str, killed: Listing) -> None:
-        self.scenario = scenario
-        self.what = what
-        self.killed = killed
-        self.problems: list[str] = []
-
-    def attempt(self, step: str, call: Callable[[], T]) -> T | None:
-        try:
-            return call()
-        except Exception as error:
-            self.problems.append(f"{step} raised {type(error).__name__}: {error}")
-            return None
-
-    def compare(self, expected: Listing, actual: Listing, title: str) -> None:
-        difference = diff(expected, actual)
-        if difference:
-            self.problems.append(f"{title} (- missing, + unexpected, ~ changed):\n{difference}")
-
-    def no_job_state(self) -> None:
-        left = sorted(
-            path
-            for path in listing(self.scenario.dest, temporary=True)
-            if path == f"_temporary/{JOB}" or path.startswith((f"_temporary/{JOB}/", f"_temporary/.trash/{JOB}="))
-        )
-        if left:
-            self.problems.append(f"the job's state under _temporary/{JOB} is left behind: {', '.join(left)}")
-
-    def no_spill_files(self) -> None:
-        left = self.scenario.spill_files()
-        if left:
-            self.problems.append(f"spill files left in the temp directory {self.scenario.spill}: {', '.join(left)}")
-
-    def check(self) -> None:
-        if self.problems:
-            state = "\n".join(f"  {path}: {entry}" for path, entry in sorted(self.killed.items()))
-            raise AssertionError(
-                f"{self.what}:\n"
-                + "\n".join(f"* {problem}" for problem in self.problems)
-                + f"\n\nthe destination when the child was killed:\n{state}"
-            )
 
 
 def _check_committed(report: Report, scenario: TransactionalScenario) -> None:
@@ -249,9 +168,11 @@ def _check_committed(report: Report, scenario: TransactionalScenario) -> None:
 @pytest.mark.parametrize("markers", MARKER_TYPES)
 def test_kill_points_cover_every_step_of_the_job_commit(markers: MarkerType) -> None:
     """Manifest loads, ``commit-started``, marker reads, deletes of other attempts' files, ``_committed_<tid>``,
-    ``_SUCCESS``, ``commit-finished`` and cleanup are all kill points; so are the moments before and after."""
+    ``_SUCCESS``, ``commit-finished`` and cleanup are all killed before; so are the moments before and after. A
+    read is killed before through the first change after it (``first_change``): what a kill there leaves."""
     events = commit_reference(markers)
-    labels = [events[point.index].label for point in select_kill_points(events)]
+    points = {point.index for point in select_kill_points(events)}
+    labels = [event.label for index, event in enumerate(events) if first_change(events, index) in points]
     tid = transaction_id_of_job()
     marker_read = "read_bytes ~/markers/MARKERS0" if markers == "batched" else "list_dir ~/markers/"
     wanted = {
@@ -280,12 +201,11 @@ def transaction_id_of_job() -> str:
 
 @pytest.mark.parametrize("markers", MARKER_TYPES)
 def test_a_kill_before_the_commit_leaves_a_dead_job_that_rollback_undoes(
-    scenario: TransactionalScenario, prepare: Prepare
+    scenario: TransactionalScenario, killed_states: KilledStates
 ) -> None:
     """Killed with the job set up and its tasks done: its driver is gone (the marker server with it, or its
     heartbeat stale), so ``mc.rollback`` finds the job dead and puts the destination back from the files."""
-    before = prepare(scenario, False)
-    _kill(scenario, "commit", KillPoint(COMMIT_BEGINS, 0, 0))
+    before = killed_states.restore(scenario, ("commit", KillPoint(COMMIT_BEGINS, 0, 0)))
     assert not _committed_record(scenario).exists()
     time.sleep(0.25)
 
@@ -300,12 +220,12 @@ def test_a_kill_before_the_commit_leaves_a_dead_job_that_rollback_undoes(
 # --- kill the job commit, then rerun it ----------------------------------------------------------------------------
 
 
-def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario, prepare: Prepare) -> None:
+def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the accepted attempts' files, every other
     attempt's file gone, the job's records and ``_SUCCESS`` right, no state left."""
-    before = prepare(scenario, False)
-    _kill(scenario, "commit", commit_kill)
-    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", listing(scenario.dest, temporary=True))
+    before = killed_states.restore(scenario, ("commit", commit_kill))
+    killed = listing(scenario.dest, temporary=True)
+    report = Report(scenario, f"rerun after a kill before {commit_kill.id}", killed_listing(killed))
 
     def rerun() -> mc.SuccessData:
         with scenario.committer() as committer:
@@ -332,34 +252,26 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenari
 # --- kill the job commit, then abort -------------------------------------------------------------------------------
 
 
-def test_abort_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario, prepare: Prepare) -> None:
+def test_abort_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination byte for byte as before the
     job; after it, the job's output stays. A second abort changes nothing."""
-    before = prepare(scenario, False)
-    _kill(scenario, "commit", commit_kill)
+    before = killed_states.restore(scenario, ("commit", commit_kill))  # the rerun's test's child, put back
     killed = listing(scenario.dest, temporary=True)
     record = committed_record_name(scenario.tid)
     committed = record in killed
     report = Report(
         scenario,
         f"abort after a kill before {commit_kill.id} ({'after' if committed else 'before'} the commit point)",
-        killed,
+        killed_listing(killed),
     )
-
-    report.attempt("abort_job", lambda: _abort(scenario))
 
     if committed:
         expected = scenario.expected_after_commit(before)
         expected[record] = killed[record]
         expected["_SUCCESS"] = killed["_SUCCESS"]
-        report.compare(expected, listing(scenario.dest), "destination after the abort (the job had committed)")
+        report.abort_twice(lambda: _abort(scenario), expected, "destination after the abort (the job had committed)")
     else:
-        report.compare(before, listing(scenario.dest), "destination after the abort, against before the job")
-    report.no_job_state()
-    report.no_spill_files()
-    after_first = listing(scenario.dest, temporary=True)
-    report.attempt("a second abort_job", lambda: _abort(scenario))
-    report.compare(after_first, listing(scenario.dest, temporary=True), "a second abort_job changed the destination")
+        report.abort_twice(lambda: _abort(scenario), before, "destination after the abort, against before the job")
     report.check()
 
 
@@ -372,16 +284,16 @@ def _abort(scenario: TransactionalScenario) -> None:
 
 
 def test_abort_again_after_killed_abort(
-    abort_kill: KillPoint, scenario: TransactionalScenario, prepare: Prepare
+    abort_kill: KillPoint, scenario: TransactionalScenario, killed_states: KilledStates
 ) -> None:
     """A commit killed halfway through its deletes of other attempts' files, then an abort killed too: a fresh
     abort still puts the destination back as it was before the job."""
-    before = prepare(scenario, True)  # a job commit killed halfway through its deletes
-    _kill(scenario, "abort", abort_kill)
+    middle = middle_straggler_delete(commit_reference(scenario.markers))
+    before = killed_states.restore(scenario, ("commit", middle), ("abort", abort_kill))
     report = Report(
         scenario,
         f"abort after a commit killed mid-deletes and an abort killed before {abort_kill.id}",
-        listing(scenario.dest, temporary=True),
+        killed_listing(listing(scenario.dest, temporary=True)),
     )
 
     report.attempt("the second abort_job", lambda: _abort(scenario))
