@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 import manifest_committer.polars as mcp
-from manifest_committer.writing import TaskOutput
+from manifest_committer.polars import _FileNames
 from tests.fixtures.writing import data_files, has_success, read_rows
 
 FRAME = pl.DataFrame({"dt": ["2026-11-22", "x=y", None], "x": [1, 2, 3]})
@@ -36,14 +36,14 @@ def test_polars_reads_its_own_output_back(tmp_path: Path) -> None:
 def test_a_failed_write_leaves_the_destination_as_it_was(destination: str, monkeypatch: pytest.MonkeyPatch) -> None:
     mcp.write(FRAME, destination, partition_by=["dt"])
     before = data_files(destination)
-    original = TaskOutput._new_file
+    original = _FileNames.__call__
 
-    def fail_on_the_second_file(self: TaskOutput, directory: str, schema: Any) -> Any:
+    def fail_on_the_second_file(self: _FileNames, args: Any) -> Any:
         if self.outputs:
-            raise OSError(f"injected failure opening a file in {directory}")
-        return original(self, directory, schema)
+            raise OSError(f"injected failure naming a file for {args.partition_keys.row(0)}")
+        return original(self, args)
 
-    monkeypatch.setattr(TaskOutput, "_new_file", fail_on_the_second_file)
+    monkeypatch.setattr(_FileNames, "__call__", fail_on_the_second_file)
     with pytest.raises(OSError, match="injected failure"):
         mcp.write(FRAME, destination, partition_by=["dt"], mode="overwrite")
     assert data_files(destination) == before
