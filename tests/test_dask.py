@@ -1,8 +1,8 @@
 """manifest_committer.dask.write on a real ``LocalCluster`` of worker processes: retries, a task that always
 fails, a worker killed in the middle of a write, overwrite during a failure; read back with Dask and pyarrow.
 
-Failures are injected inside the workers' ``TaskOutput`` (``client.run`` patches it in every worker process),
-so a task fails after it has written files of its own, as a real failure would.
+Failures are injected inside the workers' task writer (``client.run`` patches it in every worker process), so a
+task fails after pyarrow has written files of its own, as a real failure would.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 import manifest_committer.dask as mcd
-from manifest_committer.writing import TaskOutput
+from manifest_committer.writing import job as job_module
 from tests.fixtures.writing import attempts_per_task, data_files, has_success, read_rows
 
 pytestmark = pytest.mark.slow
@@ -51,32 +51,35 @@ def unpatched(client: Client) -> Iterator[None]:
     client.run(_unpatch)
 
 
-def _original_new_file() -> Any:
-    """The worker's own ``_new_file``, kept aside at the first patch (a pickled reference would find the patch)."""
-    if not hasattr(TaskOutput, "_unpatched_new_file"):
-        TaskOutput._unpatched_new_file = TaskOutput._new_file  # type: ignore[attr-defined]
-    return TaskOutput._unpatched_new_file  # type: ignore[attr-defined]
+def _original_write() -> Any:
+    """The worker's own ``write_dataset_task``, kept aside at the first patch (a pickled reference would find
+    the patch)."""
+    if not hasattr(job_module, "_unpatched_write_dataset_task"):
+        job_module._unpatched_write_dataset_task = job_module.write_dataset_task  # type: ignore[attr-defined]
+    return job_module._unpatched_write_dataset_task  # type: ignore[attr-defined]
 
 
 def _unpatch() -> None:
-    TaskOutput._new_file = _original_new_file()  # type: ignore[method-assign]
+    job_module.write_dataset_task = _original_write()
 
 
 def _patch(marker_dir: str, partition: int, how: str) -> None:
-    """In a worker: the second file opened by a task of ``partition`` fails (once, or always), or kills the worker."""
-    original = _original_new_file()
+    """In a worker: a task of ``partition`` fails (once, or always), or kills the worker, once pyarrow has written
+    its files."""
+    original = _original_write()
 
-    def new_file(self: TaskOutput, directory: str, schema: Any) -> Any:
-        if self.outputs and self.prefix.startswith(f"part-{partition:05d}-"):
+    def write_dataset_task(settings: Any, schema: Any, batches: Any, **where: Any) -> Any:
+        written = original(settings, schema, batches, **where)
+        if where["file_prefix"].startswith(f"part-{partition:05d}-"):
             marker = Path(marker_dir) / f"failed-{partition}"
             if how == "always" or not marker.exists():
                 marker.touch()
                 if how == "kill":
                     os._exit(1)
-                raise OSError(f"injected failure in partition {partition}, file in {directory}")
-        return original(self, directory, schema)
+                raise OSError(f"injected failure in partition {partition}, after writing {sorted(written.outputs)}")
+        return written
 
-    TaskOutput._new_file = new_file  # type: ignore[method-assign]
+    job_module.write_dataset_task = write_dataset_task
 
 
 def test_write_reads_back_with_dask_and_pyarrow(client: Client, tmp_path: Path) -> None:
