@@ -136,7 +136,7 @@ def test_files_are_written_by_write_dataset_with_names_unique_to_the_attempt(
 
     def recorded(data: object, base_dir: str, **arguments: object) -> None:
         calls.append(arguments)
-        original(data, base_dir, **arguments)  # type: ignore[arg-type]
+        original(data, base_dir, **arguments)
 
     monkeypatch.setattr(pads, "write_dataset", recorded)
     summary = mca.write(TABLE, destination, partition_by=["dt"], options={"maxRecordsPerFile": "1"})

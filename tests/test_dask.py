@@ -55,12 +55,12 @@ def _original_write() -> Any:
     """The worker's own ``write_dataset_task``, kept aside at the first patch (a pickled reference would find
     the patch)."""
     if not hasattr(job_module, "_unpatched_write_dataset_task"):
-        job_module._unpatched_write_dataset_task = job_module.write_dataset_task  # type: ignore[attr-defined]
+        job_module._unpatched_write_dataset_task = getattr(job_module, "write_dataset_task")  # type: ignore[attr-defined]  # noqa: B009
     return job_module._unpatched_write_dataset_task  # type: ignore[attr-defined]
 
 
 def _unpatch() -> None:
-    job_module.write_dataset_task = _original_write()
+    setattr(job_module, "write_dataset_task", _original_write())  # noqa: B010
 
 
 def _patch(marker_dir: str, partition: int, how: str) -> None:
@@ -79,7 +79,7 @@ def _patch(marker_dir: str, partition: int, how: str) -> None:
                 raise OSError(f"injected failure in partition {partition}, after writing {sorted(written.outputs)}")
         return written
 
-    job_module.write_dataset_task = write_dataset_task
+    setattr(job_module, "write_dataset_task", write_dataset_task)  # noqa: B010
 
 
 def test_write_reads_back_with_dask_and_pyarrow(client: Client, tmp_path: Path) -> None:
