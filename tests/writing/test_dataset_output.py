@@ -16,8 +16,8 @@ from manifest_committer.writing.dataset_output import PartitionNumbers, write_da
 from manifest_committer.writing.partitioning import partition_path
 
 
-def job_for(url: str, columns: tuple[str, ...] = ("dt",), **options: str) -> WriteJob:
-    return WriteJob.create(url, framework="test", partition_by=columns, mode="append", options=options)
+def job_for(url: str, **options: str) -> WriteJob:
+    return WriteJob.create(url, framework="test", partition_by=["dt"], mode="append", options=options)
 
 
 def write(tmp_path: Path, batches: list[pa.RecordBatch], *, in_place: bool, **options: str) -> Any:
