@@ -19,7 +19,9 @@ slow and run them on their whole pool). Polars' own writer cannot write to an fs
 there its own ``sink_parquet(pl.PartitionBy(...))`` gets each file as an fsspec file from a
 ``file_path_provider``. Ray is left out (its worker processes do not share the driver's memory filesystem).
 
-One measured run of each after an unmeasured warm-up; wall time of the write call; a fresh directory per run.
+One measured run of each after an unmeasured warm-up with a twentieth of the files; wall time of the write call;
+a fresh directory per run. pyarrow's own writer is quadratic in the partitions of one batch, so it is also timed
+fed the same sorted slices of at most 128 partitions that the committer's task hands it ("own, same slices").
 Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02]``;
 BENCHMARKS.md ("Other writer frameworks") has the results.
 """
@@ -27,6 +29,7 @@ BENCHMARKS.md ("Other writer frameworks") has the results.
 from __future__ import annotations
 
 import argparse
+import itertools
 import shutil
 import sys
 import tempfile
@@ -130,24 +133,36 @@ def timed(write: Callable[[str], Any], root: str, name: str) -> float:
     return elapsed
 
 
-def writers(
-    framework: str, data: pa.Table, tasks: int, memory: bool
-) -> tuple[Callable[[str], Any], Callable[[str], Any]]:
-    """(own writer, committer writer) of ``framework`` for ``data``."""
+def sliced(data: pa.Table, partitions_per_batch: int = 128) -> list[pa.RecordBatch]:
+    """``data`` sorted by ``p`` in batches of at most ``partitions_per_batch`` values, as the committer's task hands
+    them to ``write_dataset`` (pyarrow's writer is quadratic in the partitions of one batch)."""
+    ordered = data.sort_by("p").combine_chunks()
+    values = ordered.column("p").to_pylist()
+    starts = [index for index in range(1, len(values)) if values[index] != values[index - 1]]
+    cuts = [0, *starts[partitions_per_batch - 1 :: partitions_per_batch], len(values)]
+    return [batch for a, b in itertools.pairwise(cuts) for batch in ordered.slice(a, b - a).to_batches()]
+
+
+def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[str, Callable[[str], Any]]:
+    """The own writer(s) and the committer's writer of ``framework`` for ``data``, by name."""
     if framework == "arrow":
         import pyarrow.dataset as pads
         from pyarrow.fs import FSSpecHandler, PyFileSystem
 
         import manifest_committer.arrow as mca
 
-        def own(url: str) -> None:
+        def own(url: str, batches: list[pa.RecordBatch] | None = None) -> None:
             fs, path = fsspec.core.url_to_fs(url)
-            reader = pa.RecordBatchReader.from_batches(data.schema, data.to_batches())
+            reader = pa.RecordBatchReader.from_batches(data.schema, batches or data.to_batches())
             pads.write_dataset(reader, path, format="parquet", partitioning=["p"], partitioning_flavor="hive",
                                filesystem=PyFileSystem(FSSpecHandler(fs)) if memory else None,
                                max_partitions=1 << 20)  # fmt: skip
 
-        return own, lambda url: mca.write(data, url, partition_by=["p"], protocol="manifest")
+        return {
+            "own": own,
+            "own, same slices": lambda url: own(url, sliced(data)),
+            "committer": lambda url: mca.write(data, url, partition_by=["p"], protocol="manifest"),
+        }
     if framework == "polars":
         import polars as pl
 
@@ -172,7 +187,10 @@ def writers(
             for handle in handles:
                 handle.close()
 
-        return own_polars, lambda url: mcp.write(frame, url, partition_by=["p"], protocol="manifest")
+        return {
+            "own": own_polars,
+            "committer": lambda url: mcp.write(frame, url, partition_by=["p"], protocol="manifest"),
+        }
     if framework == "dask":
         import dask
         import dask.dataframe as dd
@@ -181,10 +199,10 @@ def writers(
 
         dask.config.set(scheduler="threads")
         ddf = dd.from_pandas(data.to_pandas(), npartitions=tasks)
-        return (
-            lambda url: ddf.to_parquet(url, partition_on=["p"], write_index=False),
-            lambda url: mcd.write(ddf, url, partition_by=["p"], protocol="manifest"),
-        )
+        return {
+            "own": lambda url: ddf.to_parquet(url, partition_on=["p"], write_index=False),
+            "committer": lambda url: mcd.write(ddf, url, partition_by=["p"], protocol="manifest"),
+        }
     import ray
 
     import manifest_committer.ray as mcr
@@ -195,10 +213,10 @@ def writers(
                  runtime_env={"env_vars": {"PYTHONPATH": root}})  # fmt: skip
     ray.data.DataContext.get_current().enable_progress_bars = False
     dataset = ray.data.from_arrow(data).repartition(tasks).materialize()
-    return (
-        lambda url: dataset.write_parquet(url, partition_cols=["p"]),
-        lambda url: mcr.write(dataset, url, partition_by=["p"], protocol="manifest"),
-    )
+    return {
+        "own": lambda url: dataset.write_parquet(url, partition_cols=["p"]),
+        "committer": lambda url: mcr.write(dataset, url, partition_by=["p"], protocol="manifest"),
+    }
 
 
 def main() -> None:
@@ -219,17 +237,17 @@ def main() -> None:
                 continue
             tasks, partitions = SHAPES[framework]
             data = table(tasks, max(1, int(partitions * args.scale)))
-            own, committed = writers(framework, data, tasks, memory)
             print(f"{framework}: {tasks} tasks, {data.num_rows} rows", flush=True)
             LatencyMemoryFileSystem.latency = 0.0
             _with_store_latency(0.0)
-            timed(own, root, "warm-up-own")
-            timed(committed, root, "warm-up-committer")
+            for name, write in writers(framework, table(tasks, max(1, partitions // 20)), tasks, memory).items():
+                timed(write, root, f"warm-up {name}")  # a twentieth of the files: imports, caches, Ray's workers
             LatencyMemoryFileSystem.latency = args.latency
             _with_store_latency(args.latency)
-            own_time = timed(own, root, "own")
-            committer_time = timed(committed, root, "committer")
-            print(f"  ratio committer/own: {committer_time / own_time:.2f}", flush=True)
+            times = {name: timed(write, root, name) for name, write in writers(framework, data, tasks, memory).items()}
+            for name, seconds in times.items():
+                if name != "committer":
+                    print(f"  ratio committer/{name}: {times['committer'] / seconds:.2f}", flush=True)
     finally:
         shutil.rmtree(local_root, ignore_errors=True)
 
