@@ -21,7 +21,18 @@ from distributed import Client, LocalCluster
 
 import manifest_committer.dask as mcd
 from manifest_committer.writing import job as job_module
-from tests.fixtures.writing import attempts_per_task, data_files, has_success, read_rows
+from tests.fixtures.emulators import Emulator
+from tests.fixtures.writing import (
+    NASTY_COLUMNS,
+    NASTY_DIRECTORIES,
+    NASTY_ROWS,
+    PROTOCOLS,
+    attempts_per_task,
+    data_files,
+    has_success,
+    partition_directories,
+    read_rows,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -82,9 +93,10 @@ def _patch(marker_dir: str, partition: int, how: str) -> None:
     setattr(job_module, "write_dataset_task", write_dataset_task)  # noqa: B010
 
 
-def test_write_reads_back_with_dask_and_pyarrow(client: Client, tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_write_reads_back_with_dask_and_pyarrow(client: Client, tmp_path: Path, protocol: str) -> None:
     url = str(tmp_path / "out")
-    summary = mcd.write(frame(), url, partition_by=["dt"])
+    summary = mcd.write(frame(), url, partition_by=["dt"], protocol=protocol)
     assert summary is not None and summary.success
     assert read_rows(url, COLUMNS) == ROWS
     back = dd.read_parquet(url, dataset={"partitioning": "hive"}).compute()
@@ -131,3 +143,22 @@ def test_overwrite_during_a_failure_keeps_the_old_rows(client: Client, tmp_path:
     assert data_files(url) == before
     assert read_rows(url, COLUMNS) == ROWS
     assert mcd.write(frame(), url, mode="ignore") is None
+
+
+def test_nasty_partition_values_make_the_spark_writers_directories(client: Client, tmp_path: Path) -> None:
+    url = str(tmp_path / "out")
+    nasty = dd.from_pandas(pd.DataFrame(NASTY_COLUMNS).astype({"day": "Int64"}), npartitions=2)
+    mcd.write(nasty, url, partition_by=["country", "day"])
+    assert partition_directories(url) == NASTY_DIRECTORIES
+    assert read_rows(url, ["country", "day", "x"]) == NASTY_ROWS
+
+
+@pytest.mark.azure
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_protocol_on_azurite(client: Client, azurite: Emulator, azure_container: str, protocol: str) -> None:
+    """Worker processes reach the emulator through the job's storage options (they carry no fsspec defaults)."""
+    url = f"abfs://{azure_container}/out"
+    summary = mcd.write(frame(), url, partition_by=["dt"], protocol=protocol, storage_options=azurite.storage_options)
+    assert summary is not None and summary.success
+    assert read_rows(url, COLUMNS) == ROWS
+    assert attempts_per_task(url) == {index: 1 for index in range(4)}
