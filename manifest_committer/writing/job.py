@@ -5,7 +5,8 @@ framework runs tasks and carries their results back:
 
 * driver: ``WriteJob.create`` checks the arguments, ``begin`` applies the save mode and sets up the job;
 * each framework task: ``run_task`` is one task attempt with ids unique to it (a retried or duplicated task is
-  another attempt), writes its rows through ``TaskOutput`` and commits the attempt, returning a ``TaskResult``
+  another attempt), writes its rows with a task writer (``batch_writer``: pyarrow's ``write_dataset``, or
+  ``TaskOutput`` for JSON lines; Polars brings its own) and commits the attempt, returning a ``TaskResult``
   (picklable: the framework's own result channel carries it);
 * driver: ``commit_write`` commits exactly the attempts whose results the framework delivered
   (``commit_job(accepted_attempts=...)``), replacing old output for overwrite; ``abort_write`` undoes a failed job.
