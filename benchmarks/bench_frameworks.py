@@ -21,7 +21,8 @@ there its own ``sink_parquet(pl.PartitionBy(...))`` gets each file as an fsspec 
 
 One measured run of each after an unmeasured warm-up with a twentieth of the files; wall time of the write call;
 a fresh directory per run. pyarrow's own writer is quadratic in the partitions of one batch, so it is also timed
-fed the same sorted slices of at most 128 partitions that the committer's task hands it ("own, same slices").
+fed the same sorted slices of at most 128 partitions that the committer's task hands it ("own, same slices");
+with ``--latency`` only so (the whole table in one batch took over ten minutes with latency).
 Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02]``;
 BENCHMARKS.md ("Other writer frameworks") has the results.
 """
@@ -159,7 +160,7 @@ def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[st
                                max_partitions=1 << 20)  # fmt: skip
 
         return {
-            "own": own,
+            **({} if memory else {"own": own}),  # quadratic in partitions per batch (see the module): local disk only
             "own, same slices": lambda url: own(url, sliced(data)),
             "committer": lambda url: mca.write(data, url, partition_by=["p"], protocol="manifest"),
         }
