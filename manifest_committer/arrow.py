@@ -2,7 +2,9 @@
 
 pyarrow's own ``write_dataset`` writes straight to the final paths, so a failure leaves partial files and an
 overwrite deletes before it writes (apache/arrow#40502). Here the whole write is one task attempt in the calling
-process: its files go where the protocol puts a task's output, and only the job commit publishes them.
+process, and pyarrow's ``write_dataset`` still writes it (multi-threaded), but into the task attempt directory,
+with a ``basename_template`` unique to the attempt and a ``file_visitor`` that collects the files for the task
+commit (``writing.dataset_output``); only the job commit publishes them.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .success_data import SuccessData
-from .writing.job import WriteJob, write_in_process
+from .writing.job import WriteJob, batch_writer, write_in_process
 
 log = logging.getLogger(__name__)
 
@@ -66,4 +68,4 @@ def write(
     )
     schema, batches = _schema_and_batches(table_or_dataset)
     job.check_columns(schema.names)
-    return write_in_process(job, batches)
+    return write_in_process(job, batch_writer(batches, schema))

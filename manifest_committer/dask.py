@@ -2,8 +2,9 @@
 
 Dask's ``to_parquet`` writes straight to the final paths with deterministic names, so a retried task or work
 stealing overwrites or duplicates files and there is no job commit (dask/dask#2923, #6445). Here the write is one
-graph: one task per partition (a task attempt of the committer, ids unique per execution), and one final barrier
-task that receives the partitions' results and commits exactly those attempts. A retry (``retries=``) or a
+graph: one task per partition (a task attempt of the committer, ids unique per execution, whose rows pyarrow's
+``write_dataset`` writes into the attempt directory), and one final barrier task that receives the partitions'
+results and commits exactly those attempts. A retry (``retries=``) or a
 duplicate execution is another attempt, whose files no result names: they stay in ``_temporary`` and go with it.
 """
 

@@ -3,7 +3,8 @@
 Ray Data's file sinks write straight to the final paths, and overwrite deletes the old files before the new
 ones are written (ray-project/ray#55043, #54949). ``Datasink`` is Ray's own extension point: on the driver
 ``on_write_start`` sets the job up, every write task (``write``) is a task attempt of the committer with ids
-unique to the attempt (a retry under ``max_retries`` is another attempt) and returns its result through Ray, and
+unique to the attempt (a retry under ``max_retries`` is another attempt), whose blocks pyarrow's ``write_dataset``
+writes into the attempt directory, and returns its result through Ray, and
 ``on_write_complete`` commits exactly the attempts in ``WriteResult.write_returns``; ``on_write_failed`` aborts
 the job, leaving the destination as it was.
 """

@@ -22,6 +22,11 @@ from .base import Stage
 
 log = logging.getLogger(__name__)
 
+_PROBES_BEFORE_LISTING = 8
+"""Declared outputs going into more new directories of one destination directory than this: one listing of it
+answers what the destination holds there, instead of one probe per directory (a partitioned writer's task
+commit made 10,000 probes, one by one, for 10,000 partitions)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ScanArguments:
@@ -49,7 +54,8 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
     now (probed only while the parent exists, as Hadoop does). Everything is committed, hidden files too.
     A writer that declares its ``outputs`` may keep its files anywhere in the attempt directory (flat, say):
     then exactly those files are listed, each at the destination path it names, with every directory above
-    them. A job commit then empties one directory per task instead of one per task and partition, and the
+    them; where many of those directories share a destination parent, one listing of the parent tells
+    which exist. A job commit then empties one directory per task instead of one per task and partition, and the
     task side makes no directory per partition.
     Precondition: the attempt directory exists, else a ``JobStateError`` naming it.
     """
@@ -144,6 +150,13 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             return EntryStatus.NOT_FOUND
         return EntryStatus.DIR if found.is_dir else EntryStatus.FILE
 
+    def _children(self, dest_dir: str) -> dict[str, FileStatus]:
+        """What one listing of a destination directory shows, by name; empty when it does not exist."""
+        try:
+            return {_name(child): child for child in self.list_dir(dest_dir)}
+        except FileNotFoundError:
+            return {}
+
     def _missing_attempt_dir(self, task_attempt_id: str) -> JobStateError:
         root = self.to_url(self.paths.task_attempt_dir(task_attempt_id))
         return JobStateError(
@@ -205,9 +218,25 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             dest_dirs.update("/".join(segments[:depth]) for depth in range(1, len(segments) + 1))
         directories: list[DirEntry] = []
         existing: dict[str, bool] = {"": True}
+        siblings: dict[str, int] = {}
+        for relative in dest_dirs:
+            parent = relative.rpartition("/")[0]
+            siblings[parent] = siblings.get(parent, 0) + 1
+        listed_parents: dict[str, dict[str, FileStatus]] = {}
         for relative in sorted(dest_dirs, key=lambda d: (d.count("/"), d)):
             dest_dir = posixpath.join(self.paths.dest, relative)
-            status = self._dest_status(dest_dir, existing[relative.rpartition("/")[0]])
+            parent, _, name = relative.rpartition("/")
+            if not existing[parent]:
+                status = EntryStatus.NOT_FOUND
+            elif siblings[parent] > _PROBES_BEFORE_LISTING:
+                if parent not in listed_parents:
+                    listed_parents[parent] = self._children(posixpath.join(self.paths.dest, parent))
+                found = listed_parents[parent].get(name)
+                status = (
+                    EntryStatus.NOT_FOUND if found is None else EntryStatus.DIR if found.is_dir else EntryStatus.FILE
+                )
+            else:
+                status = self._dest_status(dest_dir, True)
             existing[relative] = status != EntryStatus.NOT_FOUND
             directories.append(DirEntry(to_url(dest_dir), status, relative.count("/") + 1))
         max_depth = max((entry.level for entry in directories), default=0)

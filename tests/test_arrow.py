@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -10,13 +12,22 @@ import pytest
 
 import manifest_committer.arrow as mca
 from manifest_committer.writing import DestinationExistsError
-from tests.fixtures.writing import data_files, has_success, read_rows
+from tests.fixtures.writing import (
+    NASTY_COLUMNS,
+    NASTY_DIRECTORIES,
+    NASTY_ROWS,
+    PROTOCOLS,
+    data_files,
+    has_success,
+    partition_directories,
+    read_rows,
+)
 
 TABLE = pa.table({"dt": ["2026-11-22", "a/b", None, "2026-11-22"], "x": [1, 2, 3, 4]})
 ROWS = [("2026-11-22", 1), ("2026-11-22", 4), ("a/b", 2), (None, 3)]
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("format", ["parquet", "csv", "json"])
 def test_write_reads_back_row_exact(destination: str, protocol: str, format: str) -> None:
     summary = mca.write(TABLE, destination, format=format, partition_by=["dt"], protocol=protocol)
@@ -40,7 +51,7 @@ def failing_reader() -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(TABLE.schema, batches())
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_failed_overwrite_leaves_the_old_rows(destination: str, protocol: str) -> None:
     mca.write(TABLE, destination, partition_by=["dt"], protocol=protocol)
     before = data_files(destination)
@@ -81,3 +92,69 @@ def test_dynamic_partition_overwrite_replaces_only_the_partitions_written(destin
 def test_not_arrow_data_is_refused(destination: str) -> None:
     with pytest.raises(TypeError, match="got list"):
         mca.write([1, 2], destination)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_nasty_partition_values_make_the_spark_writers_directories(destination: str, protocol: str) -> None:
+    """write_dataset partitions on the shared ``partition_path`` names, never on pyarrow's own escaping: the
+    directories are those of the Spark writer, and the same as ``TaskOutput`` (which writes JSON lines) makes."""
+    table = pa.table(NASTY_COLUMNS)
+    mca.write(table, destination, partition_by=["country", "day"], protocol=protocol)
+    assert partition_directories(destination) == NASTY_DIRECTORIES
+    assert read_rows(destination, ["country", "day", "x"]) == NASTY_ROWS
+    through_task_output = f"{destination}-json"
+    mca.write(table, through_task_output, format="json", partition_by=["country", "day"], protocol=protocol)
+    assert partition_directories(through_task_output) == NASTY_DIRECTORIES
+
+
+def test_typed_and_dictionary_partition_values_are_named_as_spark_names_them(destination: str) -> None:
+    """Dates, timestamps, booleans, and dictionary-encoded strings: one directory per value, Spark's text."""
+    table = pa.table(
+        {
+            "d": pa.array([datetime.date(2026, 11, 22), None, datetime.date(2026, 11, 22)]),
+            "t": pa.array([datetime.datetime(2026, 1, 2, 3, 4, 5, 120000)] * 3),
+            "b": pa.array([True, False, True]),
+            "s": pa.array(["a/b", "a/b", None]).dictionary_encode(),
+            "x": [1, 2, 3],
+        }
+    )
+    mca.write(table, destination, partition_by=["d", "t", "b", "s"])
+    assert partition_directories(destination) == {
+        "d=2026-11-22/t=2026-01-02 03%3A04%3A05.12/b=true/s=a%2Fb",
+        "d=__HIVE_DEFAULT_PARTITION__/t=2026-01-02 03%3A04%3A05.12/b=false/s=a%2Fb",
+        "d=2026-11-22/t=2026-01-02 03%3A04%3A05.12/b=true/s=__HIVE_DEFAULT_PARTITION__",
+    }
+
+
+def test_files_are_written_by_write_dataset_with_names_unique_to_the_attempt(
+    destination: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyarrow's own writer writes the files (one ``write_dataset`` call per task attempt), every name carries the
+    job and the attempt, and ``maxRecordsPerFile`` rolls files as pyarrow's ``max_rows_per_file``."""
+    calls: list[dict[str, object]] = []
+    original = pads.write_dataset
+
+    def recorded(data: object, base_dir: str, **arguments: object) -> None:
+        calls.append(arguments)
+        original(data, base_dir, **arguments)
+
+    monkeypatch.setattr(pads, "write_dataset", recorded)
+    summary = mca.write(TABLE, destination, partition_by=["dt"], options={"maxRecordsPerFile": "1"})
+    assert summary is not None
+    assert len(calls) == 1 and calls[0]["max_rows_per_file"] == 1
+    files = data_files(destination)
+    assert len(files) == 4
+    assert all(path.rsplit("/", 1)[-1].startswith(f"part-00000-{summary.job_id}-a") for path in files)
+    assert sorted(unquote(name.split("/out/", 1)[-1]) for name in summary.filenames) == files  # URLs
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_protocol_on_the_cloud_emulators(cloud_destination: str, protocol: str) -> None:
+    """Through pyarrow's fsspec handler into Azurite and fake-gcs-server: write, dynamic overwrite, read back."""
+    mca.write(TABLE, cloud_destination, partition_by=["dt"], protocol=protocol)
+    mca.write(pa.table({"dt": ["a/b"], "x": [20]}), cloud_destination, partition_by=["dt"], mode="overwrite",
+              protocol=protocol, options={"partitionOverwriteMode": "dynamic"})  # fmt: skip
+    assert read_rows(cloud_destination, ["dt", "x"]) == sorted(
+        [("2026-11-22", 1), ("2026-11-22", 4), ("a/b", 20), (None, 3)], key=repr
+    )
+    assert has_success(cloud_destination)

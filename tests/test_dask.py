@@ -1,8 +1,8 @@
 """manifest_committer.dask.write on a real ``LocalCluster`` of worker processes: retries, a task that always
 fails, a worker killed in the middle of a write, overwrite during a failure; read back with Dask and pyarrow.
 
-Failures are injected inside the workers' ``TaskOutput`` (``client.run`` patches it in every worker process),
-so a task fails after it has written files of its own, as a real failure would.
+Failures are injected inside the workers' task writer (``client.run`` patches it in every worker process), so a
+task fails after pyarrow has written files of its own, as a real failure would.
 """
 
 from __future__ import annotations
@@ -20,8 +20,19 @@ import pytest
 from distributed import Client, LocalCluster
 
 import manifest_committer.dask as mcd
-from manifest_committer.writing import TaskOutput
-from tests.fixtures.writing import attempts_per_task, data_files, has_success, read_rows
+from manifest_committer.writing import job as job_module
+from tests.fixtures.emulators import Emulator
+from tests.fixtures.writing import (
+    NASTY_COLUMNS,
+    NASTY_DIRECTORIES,
+    NASTY_ROWS,
+    PROTOCOLS,
+    attempts_per_task,
+    data_files,
+    has_success,
+    partition_directories,
+    read_rows,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -51,37 +62,41 @@ def unpatched(client: Client) -> Iterator[None]:
     client.run(_unpatch)
 
 
-def _original_new_file() -> Any:
-    """The worker's own ``_new_file``, kept aside at the first patch (a pickled reference would find the patch)."""
-    if not hasattr(TaskOutput, "_unpatched_new_file"):
-        TaskOutput._unpatched_new_file = TaskOutput._new_file  # type: ignore[attr-defined]
-    return TaskOutput._unpatched_new_file  # type: ignore[attr-defined]
+def _original_write() -> Any:
+    """The worker's own ``write_dataset_task``, kept aside at the first patch (a pickled reference would find
+    the patch)."""
+    if not hasattr(job_module, "_unpatched_write_dataset_task"):
+        job_module._unpatched_write_dataset_task = getattr(job_module, "write_dataset_task")  # type: ignore[attr-defined]  # noqa: B009
+    return job_module._unpatched_write_dataset_task  # type: ignore[attr-defined]
 
 
 def _unpatch() -> None:
-    TaskOutput._new_file = _original_new_file()  # type: ignore[method-assign]
+    setattr(job_module, "write_dataset_task", _original_write())  # noqa: B010
 
 
 def _patch(marker_dir: str, partition: int, how: str) -> None:
-    """In a worker: the second file opened by a task of ``partition`` fails (once, or always), or kills the worker."""
-    original = _original_new_file()
+    """In a worker: a task of ``partition`` fails (once, or always), or kills the worker, once pyarrow has written
+    its files."""
+    original = _original_write()
 
-    def new_file(self: TaskOutput, directory: str, schema: Any) -> Any:
-        if self.outputs and self.prefix.startswith(f"part-{partition:05d}-"):
+    def write_dataset_task(settings: Any, schema: Any, batches: Any, **where: Any) -> Any:
+        written = original(settings, schema, batches, **where)
+        if where["file_prefix"].startswith(f"part-{partition:05d}-"):
             marker = Path(marker_dir) / f"failed-{partition}"
             if how == "always" or not marker.exists():
                 marker.touch()
                 if how == "kill":
                     os._exit(1)
-                raise OSError(f"injected failure in partition {partition}, file in {directory}")
-        return original(self, directory, schema)
+                raise OSError(f"injected failure in partition {partition}, after writing {sorted(written.outputs)}")
+        return written
 
-    TaskOutput._new_file = new_file  # type: ignore[method-assign]
+    setattr(job_module, "write_dataset_task", write_dataset_task)  # noqa: B010
 
 
-def test_write_reads_back_with_dask_and_pyarrow(client: Client, tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_write_reads_back_with_dask_and_pyarrow(client: Client, tmp_path: Path, protocol: str) -> None:
     url = str(tmp_path / "out")
-    summary = mcd.write(frame(), url, partition_by=["dt"])
+    summary = mcd.write(frame(), url, partition_by=["dt"], protocol=protocol)
     assert summary is not None and summary.success
     assert read_rows(url, COLUMNS) == ROWS
     back = dd.read_parquet(url, dataset={"partitioning": "hive"}).compute()
@@ -128,3 +143,22 @@ def test_overwrite_during_a_failure_keeps_the_old_rows(client: Client, tmp_path:
     assert data_files(url) == before
     assert read_rows(url, COLUMNS) == ROWS
     assert mcd.write(frame(), url, mode="ignore") is None
+
+
+def test_nasty_partition_values_make_the_spark_writers_directories(client: Client, tmp_path: Path) -> None:
+    url = str(tmp_path / "out")
+    nasty = dd.from_pandas(pd.DataFrame(NASTY_COLUMNS).astype({"day": "Int64"}), npartitions=2)
+    mcd.write(nasty, url, partition_by=["country", "day"])
+    assert partition_directories(url) == NASTY_DIRECTORIES
+    assert read_rows(url, ["country", "day", "x"]) == NASTY_ROWS
+
+
+@pytest.mark.azure
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_protocol_on_azurite(client: Client, azurite: Emulator, azure_container: str, protocol: str) -> None:
+    """Worker processes reach the emulator through the job's storage options (they carry no fsspec defaults)."""
+    url = f"abfs://{azure_container}/out"
+    summary = mcd.write(frame(), url, partition_by=["dt"], protocol=protocol, storage_options=azurite.storage_options)
+    assert summary is not None and summary.success
+    assert read_rows(url, COLUMNS) == ROWS
+    assert attempts_per_task(url) == {index: 1 for index in range(4)}

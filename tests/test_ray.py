@@ -20,7 +20,18 @@ import ray
 import manifest_committer.ray as mcr
 from manifest_committer.errors import ConfigError
 from manifest_committer.writing import TaskResult
-from tests.fixtures.writing import attempts_per_task, data_files, has_success, read_rows
+from tests.fixtures.emulators import Emulator
+from tests.fixtures.writing import (
+    NASTY_COLUMNS,
+    NASTY_DIRECTORIES,
+    NASTY_ROWS,
+    PROTOCOLS,
+    attempts_per_task,
+    data_files,
+    has_success,
+    partition_directories,
+    read_rows,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -78,9 +89,10 @@ class FlakySink(mcr.Datasink):
         return super().write(blocks, ctx)
 
 
-def test_write_reads_back_with_ray_and_pyarrow(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_write_reads_back_with_ray_and_pyarrow(tmp_path: Path, protocol: str) -> None:
     url = str(tmp_path / "out")
-    summary = mcr.write(dataset(), url, partition_by=["dt"])
+    summary = mcr.write(dataset(), url, partition_by=["dt"], protocol=protocol)
     assert summary is not None and summary.success
     assert read_rows(url, COLUMNS) == ROWS
     back = ray.data.read_parquet(
@@ -135,3 +147,22 @@ def test_overwrite_during_a_failure_keeps_the_old_rows(tmp_path: Path) -> None:
 def test_the_datasink_refuses_ignore(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"save mode ignore needs manifest_committer\.ray\.write"):
         mcr.Datasink(str(tmp_path / "out"), mode="ignore")
+
+
+def test_nasty_partition_values_make_the_spark_writers_directories(tmp_path: Path) -> None:
+    url = str(tmp_path / "out")
+    rows = [dict(zip(NASTY_COLUMNS, values, strict=True)) for values in zip(*NASTY_COLUMNS.values(), strict=True)]
+    mcr.write(ray.data.from_items(rows), url, partition_by=["country", "day"])
+    assert partition_directories(url) == NASTY_DIRECTORIES
+    assert read_rows(url, ["country", "day", "x"]) == NASTY_ROWS
+
+
+@pytest.mark.azure
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_protocol_on_azurite(azurite: Emulator, azure_container: str, protocol: str) -> None:
+    """Ray's workers reach the emulator through the job's storage options (they carry no fsspec defaults)."""
+    url = f"abfs://{azure_container}/out"
+    summary = mcr.write(dataset(), url, partition_by=["dt"], protocol=protocol, storage_options=azurite.storage_options)
+    assert summary is not None and summary.success
+    assert read_rows(url, COLUMNS) == ROWS
+    assert attempts_per_task(url) == {index: 1 for index in range(TASKS)}

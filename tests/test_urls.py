@@ -92,3 +92,16 @@ def test_split_url(url: str, parts: tuple[str, str, str]) -> None:
 )
 def test_relative_segments(path: str, relative: bool) -> None:
     assert has_relative_segments(path) is relative
+
+
+def test_the_all_safe_fast_path_agrees_with_the_character_rule() -> None:
+    """``encode_path`` returns a path unchanged only when every character is safe (the check is a regex now)."""
+    from manifest_committer.urls import _PATH_SAFE
+
+    for code in range(0x300):
+        char = chr(code)
+        for path in (char, f"dt=1/{char}x", f"{char}{char}"):
+            if code < 0xD800 and all(c in _PATH_SAFE for c in path):
+                assert encode_path(path) is path
+            elif code < 0x80:
+                assert encode_path(path) != path, repr(path)

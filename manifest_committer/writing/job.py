@@ -5,7 +5,8 @@ framework runs tasks and carries their results back:
 
 * driver: ``WriteJob.create`` checks the arguments, ``begin`` applies the save mode and sets up the job;
 * each framework task: ``run_task`` is one task attempt with ids unique to it (a retried or duplicated task is
-  another attempt), writes its rows through ``TaskOutput`` and commits the attempt, returning a ``TaskResult``
+  another attempt), writes its rows with a task writer (``batch_writer``: pyarrow's ``write_dataset``, or
+  ``TaskOutput`` for JSON lines; Polars brings its own) and commits the attempt, returning a ``TaskResult``
   (picklable: the framework's own result channel carries it);
 * driver: ``commit_write`` commits exactly the attempts whose results the framework delivered
   (``commit_job(accepted_attempts=...)``), replacing old output for overwrite; ``abort_write`` undoes a failed job.
@@ -18,23 +19,25 @@ stay in ``_temporary`` and go with it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import posixpath
 import secrets
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..committer import CommitterBase
+from ..committer import CommitterBase, TaskAttempt
 from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols import create_committer, resolve_protocol
 from ..store import open_destination_store
 from ..success_data import SuccessData
+from .dataset_output import DATASET_FORMATS, write_dataset_task
 from .formats import OutputFormat, output_format
 from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
-from .task_output import TaskOutput
+from .task_output import TaskOutput, file_prefix
 
 log = logging.getLogger(__name__)
 
@@ -207,41 +210,105 @@ class TaskResult:
     """Whether the attempt committed itself; ``False`` under a protocol whose task commit the driver runs."""
 
 
-def run_task(job: WriteJob, task_index: int, batches: Iterable[Any]) -> TaskResult:
-    """One task attempt, in whatever process the framework runs it: write ``batches`` (``pyarrow.RecordBatch``)
-    and commit the attempt. A failure discards the attempt's files before it is raised."""
+@dataclass(frozen=True)
+class TaskTarget:
+    """Where one task attempt writes: what a task writer needs to know."""
+
+    job: WriteJob
+    task: TaskAttempt
+    task_index: int
+    attempt: int
+    """A number unique to the attempt: in its ids and in its file names."""
+    in_place: bool
+    """The committer's ``task_writes_in_place``: files at their destination-relative paths under ``work_path``."""
+
+    @property
+    def file_prefix(self) -> str:
+        """``part-<task>-<job>-a<attempt>``: every file name of the attempt starts with it (unique in the job)."""
+        return file_prefix(self.job.job_id, self.task_index, self.attempt)
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    """What a task writer wrote: its rows, the task commit's ``outputs`` and the partition directories."""
+
+    rows: int
+    outputs: dict[str, str]
+    partitions: frozenset[str]
+
+
+TaskWrite = Callable[[TaskTarget], TaskFiles]
+"""Writes one task attempt's rows under ``TaskTarget.task.work_path``; a failure leaves the files to the abort."""
+
+
+def batch_writer(batches: Iterable[Any], schema: Any | None = None) -> TaskWrite:
+    """The task writer of record batches: ``pyarrow.dataset.write_dataset`` for Parquet and CSV, ``TaskOutput``
+    for JSON lines. ``schema`` (a ``pyarrow.Schema``) defaults to the first batch's."""
+
+    def write(target: TaskTarget) -> TaskFiles:
+        job = target.job
+        if job.output_format.name in DATASET_FORMATS:
+            iterator = iter(batches)
+            first = None
+            if schema is None:
+                first = next(iterator, None)
+                if first is None:
+                    return TaskFiles(0, {}, frozenset())
+            written = write_dataset_task(
+                job,
+                schema if first is None else first.schema,
+                iterator if first is None else itertools.chain([first], iterator),
+                task_fs=target.task.fs,
+                work_path=target.task.work_path,
+                file_prefix=target.file_prefix,
+                in_place=target.in_place,
+            )
+            return TaskFiles(written.rows, written.outputs, frozenset(written.partitions))
+        output = TaskOutput(target.task, job, target.task_index, target.attempt, in_place=target.in_place)
+        try:
+            for batch in batches:
+                if batch.num_rows:
+                    output.write(batch)
+        finally:
+            output.close()
+        return TaskFiles(output.rows, dict(output.outputs), frozenset(output.partitions))
+
+    return write
+
+
+def run_task(
+    job: WriteJob, task_index: int, batches: Iterable[Any] = (), *, write: TaskWrite | None = None
+) -> TaskResult:
+    """One task attempt, in whatever process the framework runs it: write ``batches`` (``pyarrow.RecordBatch``),
+    or whatever ``write`` writes, and commit the attempt. A failure discards the attempt's files before it is
+    raised."""
     attempt = secrets.randbits(48)  # a retry or a duplicate of the same task is another attempt
     task_id, attempt_id = f"task_{task_index:05d}_{attempt}", f"attempt_{task_index:05d}_{attempt}"
+    writer = write if write is not None else batch_writer(batches)
     with job.committer() as committer:
         commit_here = committer.protocol not in _DEFERRED_TASK_COMMIT
         task = committer.setup_task(task_id, attempt_id)
-        output = TaskOutput(task, job, task_index, attempt, in_place=committer.task_writes_in_place)
         try:
-            try:
-                for batch in batches:
-                    if batch.num_rows:
-                        output.write(batch)
-            finally:
-                output.close()
+            written = writer(TaskTarget(job, task, task_index, attempt, committer.task_writes_in_place))
             if not committer.job_is_live():
                 raise JobStateError(
                     f"{committer.destination_url}: job {job.job_id} ended before task attempt {attempt_id} could commit"
                 )
             if commit_here:
-                committer.commit_task(task, output.outputs)
+                committer.commit_task(task, written.outputs)
         except BaseException:
             with contextlib.suppress(Exception):
                 committer.abort_task(task)
             raise
-    log.debug("Task attempt %s of job %s wrote %d rows", attempt_id, job.job_id, output.rows)
+    log.debug("Task attempt %s of job %s wrote %d rows", attempt_id, job.job_id, written.rows)
     return TaskResult(
         job_id=job.job_id,
         task_index=task_index,
         task_id=task_id,
         task_attempt_id=attempt_id,
-        rows=output.rows,
-        outputs=dict(output.outputs),
-        partitions=tuple(sorted(output.partitions)),
+        rows=written.rows,
+        outputs=dict(written.outputs),
+        partitions=tuple(sorted(written.partitions)),
         committed=commit_here,
     )
 
@@ -298,12 +365,12 @@ def abort_write(job: WriteJob) -> None:
         log.exception("Abort of job %s into %s failed", job.job_id, job.destination)
 
 
-def write_in_process(job: WriteJob, batches: Iterable[Any]) -> SuccessData | None:
+def write_in_process(job: WriteJob, write: TaskWrite) -> SuccessData | None:
     """A whole job as one task in the calling process (pyarrow, Polars): ``None`` when ``ignore`` skipped it."""
     if not begin(job):
         return None
     try:
-        result = run_task(job, 0, batches)
+        result = run_task(job, 0, write=write)
         return commit_write(job, [result])
     except BaseException:
         abort_write(job)

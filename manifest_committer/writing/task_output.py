@@ -19,6 +19,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def file_prefix(job_id: str, partition_id: int, attempt: int) -> str:
+    """``part-<partition>-<job id>-a<attempt>``: how every writer's file names start, unique to one attempt."""
+    return f"part-{partition_id:05d}-{job_id.removeprefix('spark-')}-a{attempt}"
+
+
 class OutputSettings(Protocol):
     """What a task needs to know about its write (Spark's ``WriteSettings`` and ``writing.WriteJob`` offer it)."""
 
@@ -75,7 +80,7 @@ class TaskOutput:
         self.settings = settings
         self.in_place = in_place
         """The committer's ``task_writes_in_place``: files open at their destination-relative paths."""
-        self.prefix = f"part-{partition_id:05d}-{settings.job_id.removeprefix('spark-')}-a{spark_task_attempt_id}"
+        self.prefix = file_prefix(settings.job_id, partition_id, spark_task_attempt_id)
         self.outputs: dict[str, str] = {}
         """File path relative to the attempt directory -> destination-relative path, in the order opened."""
         self.partitions: set[str] = set()

@@ -203,6 +203,29 @@ def test_declared_outputs_go_where_the_writer_says(destination: str) -> None:
     assert counters[OP_GET_FILE_STATUS] == 2, "dt=2/country=DE is not probed: its parent is missing"
 
 
+def test_declared_outputs_into_many_partitions_list_their_parent_once(destination: str) -> None:
+    """A partitioned writer's task declaring files in 20 partition directories: one listing of the destination
+    says which exist (a directory, a file in the way, missing), not 20 probes one by one (regression: 10,000
+    partitions cost 10,000 serial probes in the task commit)."""
+    files = {f"f{index}.csv": b"x" for index in range(20)}
+    context = prepare(destination, files)
+    context.store.mkdirs(dest_path(context, "p=0"))
+    context.store.write_bytes(dest_path(context, "p=1"), b"a file where the task has a directory")
+    outputs = {f"f{index}.csv": f"p={index}/part.csv" for index in range(20)}
+    outputs["f19.csv"] = "p=0/sub/part.csv"
+    result = scan_declared(context, outputs)
+    statuses = {relative(context, entry.dir): entry.status for entry in result.directories}
+    assert statuses == {
+        "p=0": EntryStatus.DIR,
+        "p=1": EntryStatus.FILE,
+        "p=0/sub": EntryStatus.NOT_FOUND,
+        **{f"p={index}": EntryStatus.NOT_FOUND for index in range(2, 19)},
+    }
+    counters = context.stats.snapshot().counters
+    assert counters[OP_GET_FILE_STATUS] == 1, "only p=0/sub, alone under its parent, is probed"
+    assert counters[OP_LIST_STATUS] == 2, "the attempt directory and the destination, once each"
+
+
 def test_no_declared_outputs_is_an_empty_task(destination: str) -> None:
     context = prepare(destination, {"stray.tmp": b"x"})
     result = scan_declared(context, {})
