@@ -26,8 +26,8 @@ from typing import Any
 from .committer import CommitterBase, TaskAttempt
 from .config import CommitterConfig
 from .errors import ManifestError, UnsupportedStoreError
-from .manifest import TaskManifest
 from .iostatistics import StatisticsStore
+from .manifest import TaskManifest
 from .markers import MarkerPaths, MarkerServer
 from .markers.driver import JobMarkers, check_marker_type
 from .paths import check_id
