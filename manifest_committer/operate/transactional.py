@@ -1,4 +1,5 @@
-"""``rollback`` and ``vacuum``: the transactional protocol's commands over a whole destination.
+"""``rollback`` and ``vacuum``: the commands over a whole destination (rollback: transactional and upload jobs;
+vacuum: the transactional protocol's files).
 
 Each is the library call (``mc.rollback``, ``mc.vacuum``) and a report of what it deleted, every file named, so
 the output is the record of the change. The decisions stay in the library: ``rollback`` judges a job dead by
@@ -61,8 +62,8 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
         if job_id is not None:  # committed between the check above and the rollback's own
             return f"Nothing rolled back: job {job_id} of {where} is committed"
         return (
-            f"Nothing rolled back: no dead transactional or upload job in {where} (jobs whose driver answers are "
-            "left alone)"
+            f"Nothing rolled back: no dead transactional job in {where}, and no dead upload job (jobs whose driver "
+            "answers are left alone)"
         )
     total = sum(len(job.deleted) for job in rolled)
     uploads = sum(len(job.aborted) for job in rolled)
@@ -77,7 +78,8 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
         lines = [f"Rolled back {len(rolled)} job attempt(s) of {where}: {total:,} data files deleted{aborted}"]
     verb, abort_verb = ("would delete", "would abort") if dry_run else ("deleted", "aborted")
     for job in rolled:
-        lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}, {job.protocol}): {job.reason}")
+        kind = ", upload" if job.protocol == "upload" else ""
+        lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}{kind}): {job.reason}")
         lines.append(f"  {verb} {len(job.deleted):,} data files" + (":" if job.deleted else ""))
         lines.extend(f"    {url}" for url in job.deleted)
         if job.protocol == "upload":
