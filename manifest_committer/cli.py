@@ -264,7 +264,9 @@ def _parser() -> argparse.ArgumentParser:
     commands.choices["commit"].add_argument(
         "--no-progress", action="store_true", help="no progress bar, even on a terminal"
     )
-    rollback = commands.add_parser("rollback", help="delete the data files of dead transactional jobs (their markers)")
+    rollback = commands.add_parser(
+        "rollback", help="undo dead transactional and upload jobs: their data files, their incomplete uploads"
+    )
     rollback.add_argument("destination", metavar="DEST", help="the destination: plain path or fsspec URL")
     rollback.add_argument("--job", metavar="ID", help="roll back this job (you say it is dead), not every dead job")
     rollback.add_argument("--dry-run", action="store_true", help="list the dead jobs and their files; change nothing")

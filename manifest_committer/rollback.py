@@ -1,4 +1,5 @@
-"""``mc.rollback``: undo the transactional jobs of a destination whose drivers died, from their markers alone.
+"""``mc.rollback``: undo the transactional and upload jobs of a destination whose drivers died, from their state
+alone (an upload job: the objects a partial commit completed, and every incomplete upload of the job).
 
 A job qualifies when it has write markers and no ``_committed_<tid>``, and its driver is gone (its marker
 server does not answer, or its heartbeat is older than ``heartbeat.expiry.seconds``; ``markers/heartbeat.py``).
@@ -39,6 +40,10 @@ class RolledBack:
     """URLs of the data files deleted."""
     reason: str
     """Why the job was judged dead (or that the caller named it)."""
+    aborted: tuple[str, ...] = ()
+    """Upload jobs: URLs of the keys whose incomplete uploads were aborted (with ``dry_run``, would be)."""
+    protocol: str = "transactional"
+    """``transactional`` or ``upload``."""
 
 
 def rollback(
@@ -50,7 +55,8 @@ def rollback(
     dry_run: bool = False,
 ) -> list[RolledBack]:
     """Roll back the named job, or every dead job of the destination; returns what was rolled back (with
-    ``dry_run``, what would be, each job's files from ``plan_abort``: nothing changes)."""
+    ``dry_run``, what would be, each job's files and uploads from its committer's ``plan_abort``, the same stage
+    as its abort: nothing changes)."""
     config = config or CommitterConfig()
     store, root = open_destination_store(url, storage_options)
     try:
@@ -83,10 +89,11 @@ def rollback(
     results = []
     for job, attempt, reason, upload in candidates:
         if upload:
-            if dry_run:
-                raise CommitterError(f"{url}: job {job} is an upload job; rollback --dry-run cannot plan it yet")
             with UploadCommitter(url, job, attempt, config, storage_options) as uploader:
-                undone = uploader.abort_job()
+                undone = uploader.plan_abort() if dry_run else uploader.abort_job()
+            if dry_run:
+                results.append(RolledBack(job, attempt, undone.deleted, reason, undone.aborted, "upload"))
+                continue
             log.warning(
                 "Rolled back upload job %s attempt %d (%s): %d objects deleted, %d incomplete uploads aborted",
                 job,
@@ -95,7 +102,7 @@ def rollback(
                 len(undone.deleted),
                 len(undone.aborted),
             )
-            results.append(RolledBack(job, attempt, undone.deleted, reason))
+            results.append(RolledBack(job, attempt, undone.deleted, reason, undone.aborted, "upload"))
             continue
         with TransactionalCommitter(url, job, attempt, config, storage_options) as committer:
             outcome = committer.plan_abort() if dry_run else committer.abort_job()

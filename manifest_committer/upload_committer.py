@@ -26,6 +26,7 @@ from typing import Any
 from .committer import CommitterBase, TaskAttempt
 from .config import CommitterConfig
 from .errors import ManifestError, UnsupportedStoreError
+from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
 from .markers import MarkerPaths, MarkerServer
 from .markers.driver import JobMarkers, check_marker_type
@@ -152,6 +153,15 @@ class UploadCommitter(CommitterBase):
         )
         self._save_abort_report(context, JOB_STAGE_ABORT)
         return result
+
+    def plan_abort(self) -> UploadAbortJobResult:
+        """What ``abort_job`` would do now, decided by the same stage with every change left out (a dry run): the
+        objects of a partial commit it would delete, the incomplete uploads it would abort. Writes nothing, not
+        even a failure report."""
+        with self._job_pool() as pool:
+            return UploadAbortJobStage(self._context(StatisticsStore(), pool)).apply(
+                UploadAbortJobArguments(dry_run=True)
+            )
 
     def close(self) -> None:
         self._markers.close()

@@ -8,19 +8,19 @@ from dataclasses import dataclass
 from ..parallel import run_bounded
 from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
 from ..store.pending_upload import PendingUpload
-from ..uploads import UploadPaths
 from .base import Stage
 from .cleanup import CleanupResult, clean_up_job
 from .journal import committed_summary, read_commit_record
 from .upload_commit_job import choose_attempts
-from .upload_state import abort_uploads, every_recorded_upload, load_attempt_manifest, manifest_statuses
+from .upload_state import abort_each, find_job_uploads, load_attempt_manifest, manifest_statuses
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class UploadAbortJobArguments:
-    pass
+    dry_run: bool = False
+    """Decide everything an abort would do, change nothing (``UploadCommitter.plan_abort``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +28,14 @@ class UploadAbortJobResult:
     committed: bool
     """The job's commit point had passed: its output was kept."""
     deleted: tuple[str, ...]
-    """URLs of the objects a partial job commit had completed, deleted again."""
+    """URLs of the objects a partial job commit had completed, deleted again (dry run: that would be)."""
     aborted: tuple[str, ...]
-    """URLs of the keys whose incomplete uploads were aborted."""
+    """URLs of the keys whose incomplete uploads were aborted (dry run: that would be; one per upload)."""
     cleanup: CleanupResult | None
+    """``None`` in a dry run."""
+    left: tuple[str, ...] = ()
+    """URLs of incomplete uploads left alone: at a key another job in flight marks too, and named by no record
+    of this job, so possibly that job's (``upload_state.find_job_uploads``)."""
 
     @property
     def files_reverted(self) -> int:
@@ -44,15 +48,17 @@ class UploadAbortJobStage(Stage[UploadAbortJobArguments, UploadAbortJobResult]):
     Before the commit point (``_SUCCESS`` or ``commit-finished``): if a job commit began (``commit-started``),
     every object it may have completed is deleted when it is provably this job's (``S3Store.holds``: the
     writer's token and the multipart ETag), never otherwise. Then, committed or not, every incomplete upload of
-    the job is aborted: those its records and manifests name, and every upload at a key its markers name.
-    Repeatable: a second abort finds nothing and succeeds. An object that ``delete.target.files`` replaced is
-    not restored (S3 keeps no copy of it).
+    the job is aborted: every upload at a key a marker of any attempt of the job names, found by one listing
+    (each upload's marker is durable before the upload starts, so no record needs reading), except one at a key
+    another job in flight also marks that no record of this job names (``find_job_uploads``). Repeatable: a
+    second abort finds nothing and succeeds. An object that ``delete.target.files`` replaced is not restored
+    (S3 keeps no copy of it). A dry run makes the same decisions through the same calls, minus every change.
     """
 
     name = JOB_STAGE_ABORT
 
     def execute(self, arguments: UploadAbortJobArguments) -> UploadAbortJobResult:
-        layout = UploadPaths(self.paths)
+        dry_run = arguments.dry_run
         committed = committed_summary(self) is not None
         deleted: list[str] = []
         if committed:
@@ -60,20 +66,30 @@ class UploadAbortJobStage(Stage[UploadAbortJobArguments, UploadAbortJobResult]):
         else:
             started = read_commit_record(self)
             if started is not None:
-                deleted = self._revert(started.accepted)
-        aborted = abort_uploads(self, every_recorded_upload(self, layout, strict=False), set())
-        cleanup = clean_up_job(self, suppress_errors=False)
+                deleted = self._revert(started.accepted, dry_run=dry_run)
+        found = find_job_uploads(self, set())
+        aborted = self._abort(found.targets, dry_run=dry_run)
+        left = tuple(self.to_url(path) for path, _ in found.left)
+        cleanup = None if dry_run else clean_up_job(self, suppress_errors=False)
         log.info(
-            "%s: job %s: %d completed objects deleted, %d incomplete uploads aborted",
+            "%s: job %s: %d completed objects %sdeleted, %d incomplete uploads %saborted, %d left",
             self.name,
             self.paths.job_id,
             len(deleted),
+            "would be " if dry_run else "",
             len(aborted),
+            "would be " if dry_run else "",
+            len(left),
         )
-        return UploadAbortJobResult(committed, tuple(deleted), tuple(aborted), cleanup)
+        return UploadAbortJobResult(committed, tuple(deleted), tuple(aborted), cleanup, left)
 
-    def _revert(self, accepted: dict[str, str]) -> list[str]:
-        """Delete the objects of the accepted attempts that the interrupted commit completed."""
+    def _abort(self, targets: tuple[tuple[str, str], ...], *, dry_run: bool) -> list[str]:
+        if dry_run:
+            return sorted(self.to_url(path) for path, _ in targets)
+        return abort_each(self, targets)
+
+    def _revert(self, accepted: dict[str, str], *, dry_run: bool) -> list[str]:
+        """Delete the objects of the accepted attempts that the interrupted commit completed (dry run: list them)."""
         manifests = [load_attempt_manifest(self, status) for status in manifest_statuses(self)]
         chosen = choose_attempts(manifests, accepted, self.to_url(self.paths.manifest_dir))
         uploads = [upload for manifest in chosen for _, upload in manifest.uploads]
@@ -82,6 +98,8 @@ class UploadAbortJobStage(Stage[UploadAbortJobArguments, UploadAbortJobResult]):
         def revert(upload: PendingUpload) -> str | None:
             if self.holds(upload) is None:
                 return None  # not completed, or another writer's object: never ours to delete
+            if dry_run:
+                return self.to_url(upload.path)
             found = self.call(
                 OP_DELETE_FILE_UNDER_DESTINATION, lambda: self.delete_file(upload.path, retry=False), upload.path
             )

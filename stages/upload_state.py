@@ -12,10 +12,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ManifestError
+from ..errors import ManifestError, MarkerError
 from ..manifest import TaskManifest
 from ..markers.layout import MarkerPaths
 from ..parallel import run_bounded
+from ..paths import TEMPORARY_DIR, TRASH_DIR, JobPaths, is_valid_id
 from ..statistic_names import COMMITTER_COMMITS_ABORTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
 from ..store import FileStatus
 from ..store.pending_upload import PendingUpload
@@ -111,22 +112,154 @@ def marker_keys(gate: Gate) -> set[str]:
     return {posixpath.join(gate.paths.dest, marker.data_file) for marker in markers.markers}
 
 
+def job_attempt_numbers(gate: Gate, job_id: str) -> list[int]:
+    """The job attempts (``NN`` directories) of ``job_id`` under the destination's ``_temporary``."""
+    job_dir = JobPaths(gate.paths.dest, job_id).job_dir
+    names = (posixpath.basename(status.path.rstrip("/")) for status in list_if_present(gate, job_dir) if status.is_dir)
+    return sorted(int(name) for name in names if len(name) == 2 and name.isdigit())
+
+
+def job_marker_keys(gate: Gate, job_id: str | None = None) -> set[str]:
+    """Store paths of the keys the markers of EVERY attempt of ``job_id`` (default: this job) name.
+
+    Every attempt, not only this one: the job's cleanup deletes the whole job directory, so an earlier job
+    attempt's uploads would otherwise lose the only record that finds them."""
+    job = job_id or gate.paths.job_id
+    attempts = set(job_attempt_numbers(gate, job))
+    if job == gate.paths.job_id:
+        attempts.add(gate.paths.job_attempt)
+    keys: set[str] = set()
+    for attempt in sorted(attempts):
+        keys |= gate.read_markers(MarkerPaths(JobPaths(gate.paths.dest, job, attempt))).data_files
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class JobUploads:
+    """The incomplete uploads of a job, as the abort of its leftovers decides them (``find_job_uploads``)."""
+
+    targets: tuple[tuple[str, str], ...]
+    """(store path, upload id) of each incomplete upload to abort: provably this job's."""
+    left: tuple[tuple[str, str], ...]
+    """Incomplete uploads at a key that another job in flight marks too, that no record of this job names: they
+    may be the other job's, so they are left alone (its own commit or abort settles them)."""
+
+
+def _other_jobs_keys(gate: Gate) -> set[str] | None:
+    """Keys the markers of the other jobs in flight under ``_temporary`` name; ``None`` if one cannot be read
+    (then every key may be shared)."""
+    keys: set[str] = set()
+    temporary = posixpath.join(gate.paths.dest, TEMPORARY_DIR)
+    for status in list_if_present(gate, temporary):
+        name = posixpath.basename(status.path.rstrip("/"))
+        if not status.is_dir or name in (gate.paths.job_id, TRASH_DIR) or not is_valid_id(name):
+            continue
+        try:
+            keys |= job_marker_keys(gate, name)
+        except (MarkerError, ManifestError) as error:
+            log.warning(
+                "%s: cannot read the markers of job %s (%s); treating every key as shared", gate.name, name, error
+            )
+            return None
+    return keys
+
+
+def _recorded_ids(gate: Gate) -> set[str]:
+    """The upload ids this job's ``.pending`` records name (every attempt of the job), read in parallel."""
+    layouts = [
+        UploadPaths(JobPaths(gate.paths.dest, gate.paths.job_id, n))
+        for n in job_attempt_numbers(gate, gate.paths.job_id)
+    ]
+    work = [(layout, attempt) for layout in layouts for attempt in recorded_attempts(gate, layout)]
+    statuses: list[tuple[UploadPaths, str, FileStatus]] = []
+    for layout, attempt in work:
+        statuses.extend(
+            (layout, attempt, status)
+            for status in list_if_present(gate, layout.attempt_pending_dir(attempt))
+            if not status.is_dir and status.path.endswith(PENDING_SUFFIX)
+        )
+    ids: set[str] = set()
+
+    def read(item: tuple[UploadPaths, str, FileStatus]) -> str | None:
+        layout, attempt, status = item
+        data = gate.read_bytes_if_present(status.path, OP_LOAD_FILE)
+        if data is None:
+            return None
+        try:
+            record = PendingRecord.from_json(data, gate.to_url(status.path), layout.job, attempt)
+        except ManifestError as error:
+            log.warning("%s: skipping a record that cannot be admitted: %s", gate.name, error)
+            return None
+        return record.upload.upload_id
+
+    run_bounded(
+        gate.context.pool,
+        statuses,
+        read,
+        max_in_flight=gate.context.max_in_flight,
+        on_result=lambda upload_id: ids.add(upload_id) if upload_id else None,
+    )
+    return ids
+
+
+def find_job_uploads(gate: Gate, keep: set[str]) -> JobUploads:
+    """Every incomplete upload of this job whose id is not in ``keep``: the markers of every attempt of the job
+    and ONE paginated listing of the destination's uploads find them (every upload has its marker, durable
+    before the upload starts), without reading each record.
+
+    Exact: an upload at a key no marker of the job names is never taken (so never by clearing the bucket). An
+    upload at a key that another job in flight under ``_temporary`` marks too is taken only if a record of this
+    job names its id (those records are read, in parallel, only then); otherwise it is left, and reported."""
+    keys = job_marker_keys(gate)
+    if not keys:
+        return JobUploads((), ())
+    listed = [
+        (upload.path, upload.upload_id)
+        for upload in gate.list_uploads(gate.paths.dest.rstrip("/") + "/")
+        if upload.path in keys and upload.upload_id not in keep
+    ]
+    if not listed:
+        return JobUploads((), ())
+    shared = _other_jobs_keys(gate)
+    if shared is not None and not any(path in shared for path, _ in listed):
+        return JobUploads(tuple(sorted(set(listed))), ())
+    ours = _recorded_ids(gate)
+    targets, left = [], []
+    for path, upload_id in sorted(set(listed)):
+        if upload_id in ours or (shared is not None and path not in shared):
+            targets.append((path, upload_id))
+        else:
+            left.append((path, upload_id))
+    if left:
+        log.warning(
+            "%s: leaving %d incomplete uploads at keys another job in flight also marks (no record of job %s names "
+            "them), e.g. %s",
+            gate.name,
+            len(left),
+            gate.paths.job_id,
+            gate.to_url(left[0][0]),
+        )
+    return JobUploads(tuple(targets), tuple(left))
+
+
 def abort_uploads(
     gate: Gate, recorded: Iterable[PendingUpload], keep: set[str], *, with_markers: bool = True
 ) -> list[str]:
     """Abort every incomplete upload of this job whose id is not in ``keep``: those ``recorded``, plus (with
-    markers) every upload listed under the destination at a key a marker of this job names. Never an upload at
-    a key no marker names, and never by clearing the bucket. Returns the URLs of the keys whose upload went."""
+    markers) those ``find_job_uploads`` finds. Never an upload at a key no marker of the job names, and never
+    by clearing the bucket. Returns the URLs of the keys whose upload went."""
     targets: dict[tuple[str, str], None] = {}
     for upload in recorded:
         if upload.upload_id is not None and upload.upload_id not in keep:
             targets[(upload.path, upload.upload_id)] = None
     if with_markers:
-        keys = marker_keys(gate)
-        if keys:
-            for listed in gate.list_uploads(gate.paths.dest.rstrip("/") + "/"):
-                if listed.path in keys and listed.upload_id not in keep:
-                    targets[(listed.path, listed.upload_id)] = None
+        targets.update(dict.fromkeys(find_job_uploads(gate, keep).targets))
+    return abort_each(gate, sorted(targets))
+
+
+def abort_each(gate: Gate, targets: Iterable[tuple[str, str]]) -> list[str]:
+    """Abort each (store path, upload id) in parallel on the job pool; the URLs of the keys whose upload was
+    still there to abort."""
     aborted: list[str] = []
 
     def abort(target: tuple[str, str]) -> str | None:
@@ -135,7 +268,7 @@ def abort_uploads(
 
     run_bounded(
         gate.context.pool,
-        sorted(targets),
+        targets,
         abort,
         max_in_flight=gate.context.max_in_flight,
         on_result=lambda url: aborted.append(url) if url else None,
@@ -144,24 +277,3 @@ def abort_uploads(
         gate.stats.increment(COMMITTER_COMMITS_ABORTED, len(aborted))
         log.info("%s: aborted %d incomplete uploads of job %s", gate.name, len(aborted), gate.paths.job_id)
     return sorted(aborted)
-
-
-def every_recorded_upload(gate: Gate, layout: UploadPaths, *, strict: bool) -> list[PendingUpload]:
-    """The uploads named by every attempt's records and manifests; ``strict=False`` skips (with a warning) a
-    document that cannot be admitted: its uploads are still found through the markers."""
-    found: list[PendingUpload] = []
-    for attempt in recorded_attempts(gate, layout):
-        try:
-            found.extend(record.upload for record in read_attempt_records(gate, layout, attempt))
-        except ManifestError as error:
-            if strict:
-                raise
-            log.warning("Skipping the records of attempt %s: %s", attempt, error)
-    for status in manifest_statuses(gate):
-        try:
-            found.extend(upload for _, upload in load_attempt_manifest(gate, status).uploads)
-        except ManifestError as error:
-            if strict:
-                raise
-            log.warning("Skipping manifest %s: %s", gate.to_url(status.path), error)
-    return found

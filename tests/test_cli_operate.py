@@ -169,9 +169,11 @@ def test_status_json_has_a_stable_schema(tmp_path: Path, capsys: pytest.CaptureF
         "manifest_bytes",
         "markers",
         "commit",
+        "uploads",
         "would_commit",
         "would_abort",
     }
+    assert attempt["uploads"] is None, "upload jobs only"
     assert attempt["task_attempts"] == ["attempt_00000_0", "attempt_00001_0"]
     assert (attempt["manifest_files"], attempt["manifest_bytes"], attempt["markers"]) == (4, 13, None)
     assert (attempt["protocol"], attempt["transaction"]) == ("manifest", None)

@@ -2,9 +2,10 @@
 
 Each runs the job's own committer exactly as an engine's driver would (same destination, job id and attempt),
 so a rerun finishes an interrupted commit and an abort reverts one, with every promise of CONTRACT §4; this
-module only finds the job, picks its protocol from its state (``AttemptStatus.protocol``: ``TransactionalCommitter``
-for a job with write markers, ``ManifestCommitter`` otherwise), says what happened, and refuses a job id that is
-not there (a typo must not look like a successful abort).
+module only finds the job, picks its protocol from its state (``AttemptStatus.protocol``: ``UploadCommitter`` for
+a job whose ``protocol`` file says ``upload``, ``TransactionalCommitter`` for a job with write markers,
+``ManifestCommitter`` otherwise), says what happened, and refuses a job id that is not there (a typo must not
+look like a successful abort).
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from typing import Any, TextIO
 
 from ..committer import ManifestCommitter
 from ..config import CommitterConfig
-from ..errors import CommitterError
-from ..paths import TEMPORARY_DIR, JobPaths
+from ..errors import CommitterError, JobStateError
+from ..iostatistics import StatisticsStore
+from ..paths import TEMPORARY_DIR, JobPaths, check_id
+from ..stages.base import Stage, StageContext
+from ..stages.upload_state import job_marker_keys
 from ..statistic_names import (
     COMMIT_FILE_RENAME_RECOVERED,
     COMMITTER_BYTES_COMMITTED,
@@ -27,12 +31,13 @@ from ..statistic_names import (
     COMMITTER_FILES_COMMITTED,
     COMMITTER_TASKS_COMPLETED,
 )
-from ..store import StoreOperations
+from ..store.factory import open_destination_store
 from ..success_data import SUCCESS_MARKER, SuccessData
 from ..transactional_committer import TransactionalCommitter
 from ..transactions import TransactionPaths
+from ..upload_committer import UploadCommitter
 from .progress import CommitProgressBar
-from .status import TRANSACTIONAL, AttemptStatus, JobStatus, MarkerStatus, inspect_destination
+from .status import MANIFEST, TRANSACTIONAL, UPLOAD, AttemptStatus, JobStatus, MarkerStatus, inspect_destination
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +52,8 @@ class _Found:
     attempt: int
     status: AttemptStatus | None
     """``None``: the job has no state left under ``_temporary`` (its commit point passed)."""
-    transactional: bool
+    protocol: str
+    """``manifest``, ``transactional`` or ``upload`` (``AttemptStatus.protocol``)."""
     success_is_ours: bool
     """The destination's ``_SUCCESS`` is this job's."""
 
@@ -67,23 +73,27 @@ def _find_attempt(request: JobRequest) -> _Found:
     """The attempt to act on (the one named, else the highest present), its status and its protocol. A job
     whose state is gone is found only when the destination shows it committed (its ``_SUCCESS`` or its
     ``_committed_<tid>``)."""
-    committer = ManifestCommitter(
-        request.destination, request.job_id, config=request.config, storage_options=request.storage_options
-    )
-    with committer:
-        store: StoreOperations = committer.store
-        status = inspect_destination(store, committer.paths.dest, request.config, count_data_files=False)
-        committed_record = store.info(TransactionPaths(committer.paths).committed) is not None
+    check_id("job id", request.job_id)
+    store, root = open_destination_store(request.destination, request.storage_options)
+    try:
+        status = inspect_destination(store, root, request.config, count_data_files=False)
+        committed_record = store.info(TransactionPaths(JobPaths(root, request.job_id)).committed) is not None
+    finally:
+        store.close()
     job = next((job for job in status.jobs if job.job_id == request.job_id), None)
-    success_is_ours = status.last_success is not None and status.last_success.job_id == request.job_id
+    success = status.last_success
+    success_is_ours = success is not None and success.job_id == request.job_id
     if job is None or not job.attempts:
         if success_is_ours or committed_record:
-            return _Found(request.attempt or 0, None, committed_record, success_is_ours)
+            protocol = TRANSACTIONAL if committed_record else MANIFEST
+            if success is not None and success_is_ours and success.committer == UPLOAD:
+                protocol = UPLOAD
+            return _Found(request.attempt or 0, None, protocol, success_is_ours)
         others = ", ".join(j.job_id for j in status.jobs) or "none"
         where = posixpath.join(status.destination, TEMPORARY_DIR)
         raise CommitterError(f"{where}: no job {request.job_id!r} in flight there (jobs there: {others})")
     chosen = _attempt_of(job, _pick(status.destination, job, request.attempt))
-    return _Found(chosen.attempt, chosen, chosen.protocol == TRANSACTIONAL, success_is_ours)
+    return _Found(chosen.attempt, chosen, chosen.protocol, success_is_ours)
 
 
 def _pick(destination: str, job: JobStatus, attempt: int | None) -> int:
@@ -117,11 +127,18 @@ def _transactional_committer(request: JobRequest, attempt: int) -> Transactional
     return TransactionalCommitter(request.destination, request.job_id, attempt, request.config, request.storage_options)
 
 
+def _upload_committer(request: JobRequest, attempt: int) -> UploadCommitter:
+    """A fresh committer of the upload job: it runs no marker server or heartbeat (only ``setup_job`` does)."""
+    return UploadCommitter(request.destination, request.job_id, attempt, request.config, request.storage_options)
+
+
 def run_commit(request: JobRequest, *, progress_stream: TextIO | None = None) -> str:
     """Run (or rerun) the job commit; return what changed. ``progress_stream``: draw a bar there."""
     found = _find_attempt(request)
-    if found.transactional:
+    if found.protocol == TRANSACTIONAL:
         return _run_transactional_commit(request, found)
+    if found.protocol == UPLOAD:
+        return _run_upload_commit(request, found)
     attempt, before = found.attempt, found.status
     already = before is None or (before.commit is not None and before.commit.finished)
     resumed = before is not None and before.commit is not None and not before.commit.finished
@@ -196,6 +213,62 @@ def _run_transactional_commit(request: JobRequest, found: _Found) -> str:
     return "\n".join(lines)
 
 
+def _run_upload_commit(request: JobRequest, found: _Found) -> str:
+    """Commit an upload job: complete the chosen attempts' uploads (``If-None-Match: *``, no data copied), write
+    ``_SUCCESS``, abort the job's other incomplete uploads. No progress bar: each file is one call. The report
+    counts the job's incomplete uploads before and after, from the same finding as ``status`` and ``abort``."""
+    before = found.status
+    already = before is None or (before.commit is not None and before.commit.finished)
+    resumed = not already and before is not None and before.commit is not None
+    warning = _driver_warning(before.markers if before is not None else None)
+    with _upload_committer(request, found.attempt) as committer:
+        keys = _job_upload_keys(committer)
+        incomplete_before = _incomplete_at(committer, keys)
+        success = committer.commit_job()
+        incomplete_after = _incomplete_at(committer, keys)
+        state_left = committer.store.info(committer.paths.job_dir) is not None
+        success_written = committer.store.info(committer.paths.success_path) is not None
+    head = _commit_head(request, found.attempt, committer.destination_url, already=already, resumed=resumed)
+    lines = [head + " (upload)"]
+    if warning:
+        lines.append(f"  Warning:    {warning}")
+    files = success.iostatistics.counters.get(COMMITTER_FILES_COMMITTED, 0)
+    if not already:
+        lines.append(f"  Uploads:    {files:,} completed with If-None-Match: * (no object data copied)")
+    lines.append(
+        f"  Incomplete: {incomplete_before:,} uploads of the job before, {incomplete_after:,} after"
+        + (" (left at keys another job in flight marks too)" if incomplete_after else "")
+    )
+    lines += _commit_lines(success, "", success_written=success_written, state_left=state_left)
+    return "\n".join(lines)
+
+
+def _job_upload_keys(committer: UploadCommitter) -> set[str]:
+    """The keys every attempt of the job marks (read before a commit or abort deletes the markers)."""
+    gate = _UploadReads(committer)
+    return job_marker_keys(gate)
+
+
+def _incomplete_at(committer: UploadCommitter, keys: set[str]) -> int:
+    """How many incomplete uploads S3 lists at ``keys`` (one paginated listing of the destination)."""
+    if not keys:
+        return 0
+    gate = _UploadReads(committer)
+    return sum(1 for upload in gate.list_uploads(committer.paths.dest.rstrip("/") + "/") if upload.path in keys)
+
+
+class _UploadReads(Stage[None, None]):
+    """A gate for the command's own reads around an upload job's commit or abort (timed, retried, counted)."""
+
+    name = "status"
+
+    def __init__(self, committer: UploadCommitter) -> None:
+        super().__init__(StageContext(committer.config, committer.store, committer.paths, StatisticsStore()))
+
+    def execute(self, arguments: None) -> None:
+        raise JobStateError("the reads of the upload commands are not a step to run")
+
+
 def _driver_warning(markers: MarkerStatus | None) -> str:
     """A job whose driver still answers may be running: acting on it is the caller's call (CONTRACT §6)."""
     if markers is None or not markers.driver_alive:
@@ -221,8 +294,10 @@ def run_abort(request: JobRequest, *, dry_run: bool) -> str:
             f"{request.destination}: job {request.job_id} is committed ({SUCCESS_MARKER} is its) and has no state "
             "left under _temporary: nothing to abort"
         )
-    if found.transactional:
+    if found.protocol == TRANSACTIONAL:
         return _run_transactional_abort(request, before, dry_run=dry_run)
+    if found.protocol == UPLOAD:
+        return _run_upload_abort(request, before, dry_run=dry_run)
     with _committer(request, attempt) as committer:
         if dry_run:
             return _format_plan(request, attempt, committer)
@@ -311,4 +386,49 @@ def _format_transactional_plan(
             lines.append(f"    ... and {len(plan.deleted) - _SHOWN:,} more")
         lines.append(f"  delete {store.to_url(transaction.started)}")
     lines.append(f"  delete the job's state {store.to_url(committer.paths.job_dir)}")
+    return "\n".join(lines)
+
+
+def _run_upload_abort(request: JobRequest, before: AttemptStatus, *, dry_run: bool) -> str:
+    """Abort an upload job from its state alone (``UploadCommitter.abort_job``), or list what that would do
+    (``plan_abort``: the same stage, every change left out)."""
+    attempt = before.attempt
+    warning = _driver_warning(before.markers)
+    with _upload_committer(request, attempt) as committer:
+        result = committer.plan_abort() if dry_run else committer.abort_job()
+        state = committer.store.to_url(committer.paths.job_dir)
+    if dry_run:
+        lines = [f"Dry run: abort of job {request.job_id} (attempt {attempt:02d}, upload) would (nothing was changed):"]
+        verb_delete, verb_abort = "delete", "abort"
+    else:
+        lines = [f"Aborted job {request.job_id} (attempt {attempt:02d}, upload) of {committer.destination_url}"]
+        verb_delete, verb_abort = "deleted", "aborted"
+    if warning:
+        lines.append(f"  warning: {warning}")
+    if result.committed:
+        lines.append(
+            "  keep the output: the job is committed" if dry_run else "  The job was committed: its output stays"
+        )
+    else:
+        lines.append(f"  {verb_delete} {len(result.deleted):,} objects its interrupted commit had completed:")
+        lines.extend(f"    {url}" for url in result.deleted[:_SHOWN])
+        if len(result.deleted) > _SHOWN:
+            lines.append(f"    ... and {len(result.deleted) - _SHOWN:,} more")
+    lines.append(f"  {verb_abort} {len(result.aborted):,} incomplete uploads of the job, at:")
+    lines.extend(f"    {url}" for url in result.aborted[:_SHOWN])
+    if len(result.aborted) > _SHOWN:
+        lines.append(f"    ... and {len(result.aborted) - _SHOWN:,} more")
+    if result.left:
+        lines.append(
+            f"  left {len(result.left):,} incomplete uploads at keys another job in flight marks too (no record of "
+            "this job names them):"
+        )
+        lines.extend(f"    {url}" for url in result.left[:_SHOWN])
+    if dry_run:
+        lines.append(f"  delete the job's state {state}")
+    else:
+        cleanup = "not run" if result.cleanup is None else result.cleanup.outcome.value
+        if result.cleanup is not None and result.cleanup.error is not None:
+            cleanup += f" ({result.cleanup.error})"
+        lines.append(f"  Cleanup: {cleanup}")
     return "\n".join(lines)

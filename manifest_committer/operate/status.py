@@ -1,8 +1,10 @@
 """``status``: what is in flight under ``DEST/_temporary``, what ``commit`` or ``abort`` would do, the last
 ``_SUCCESS``, and for a destination of the transactional protocol its data files by what the records make of them.
 
-A job attempt with a ``markers/`` directory (or whose ``_started_<tid>``/``_committed_<tid>`` is in the
-destination) is a ``transactional`` job; any other is a ``manifest`` job. ``commands.py`` picks the committer
+A job attempt whose ``protocol`` file says ``upload`` is an ``upload`` job (S3: its records, and the job's
+incomplete uploads found as its abort finds them); one with a ``markers/`` directory (or whose
+``_started_<tid>``/``_committed_<tid>`` is in the destination) is a ``transactional`` job; any other is a
+``manifest`` job. ``commands.py`` picks the committer
 for ``commit`` and ``abort`` by the same rule (``AttemptStatus.protocol``).
 
 Read only: every store call is a read (info, list, read), through a stage's gate like any other, and nothing
@@ -31,11 +33,12 @@ from ..paths import TEMPORARY_DIR, TRASH_DIR, JobPaths
 from ..readers import count_files
 from ..stages.base import Stage, StageContext
 from ..stages.journal import committed_summary, count_runs, read_commit_record
+from ..stages.upload_state import find_job_uploads, list_if_present, recorded_attempts
 from ..statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
 from ..store import StoreOperations
 from ..success_data import SuccessData
 from ..transactions import COMMITTED_PREFIX, STARTED_PREFIX, TransactionPaths
-from ..uploads import UploadPaths
+from ..uploads import PENDING_SUFFIX, UploadPaths
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,23 @@ class MarkerStatus:
     driver_alive: bool | None = None
     liveness: str = ""
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UploadStatus:
+    """The multipart uploads of an upload job attempt: the closed files its task attempts recorded, and the job's
+    incomplete uploads as its abort finds them (the markers of every attempt of the job and one listing of the
+    destination's uploads: ``stages/upload_state.find_job_uploads``)."""
+
+    records: int = 0
+    """``.pending`` records of this job attempt: files closed by a task attempt (empty files included)."""
+    incomplete: int = 0
+    """Incomplete uploads of the job: what ``abort`` would abort (or a commit complete or abort)."""
+    left: int = 0
+    """Incomplete uploads at keys another job in flight marks too, named by no record of this job: abort leaves
+    them (they may be the other job's)."""
+    error: str | None = None
+    """Why the uploads could not be found (unreadable markers, a failed listing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +142,8 @@ class AttemptStatus:
     manifest_bytes: int = 0
     markers: MarkerStatus | None = None
     commit: CommitProgress | None = None
+    uploads: UploadStatus | None = None
+    """Upload jobs only: their records and incomplete uploads."""
     would_commit: str = ""
     would_abort: str = ""
 
@@ -299,7 +321,12 @@ def _inspect_attempt(reads: _Reads) -> AttemptStatus:
     transaction = _inspect_transaction(reads)
     transactional = not upload and (markers is not None or transaction.started or transaction.committed)
     commit = _inspect_commit(reads, manifests)
-    if transactional:
+    uploads = None
+    if upload:
+        task_attempts = recorded_attempts(reads, UploadPaths(paths))
+        uploads = _inspect_uploads(reads, task_attempts)
+        would_commit, would_abort = _what_an_upload_job_would_do(manifests, markers, commit, uploads)
+    elif transactional:
         would_commit, would_abort = _what_a_transactional_job_would_do(task_attempts, manifests, markers, transaction)
     else:
         would_commit, would_abort = _what_would_happen(reads, task_attempts, manifests, commit)
@@ -314,6 +341,7 @@ def _inspect_attempt(reads: _Reads) -> AttemptStatus:
         manifest_bytes=sum(m.bytes for m in manifests),
         markers=markers,
         commit=commit,
+        uploads=uploads,
         would_commit=would_commit,
         would_abort=would_abort,
     )
@@ -343,6 +371,23 @@ def _inspect_markers(reads: _Reads) -> MarkerStatus | None:
     except (CommitterError, OSError) as error:
         return MarkerStatus(len(found.markers), found.batched, found.direct_count, error=str(error))
     return MarkerStatus(len(found.markers), found.batched, found.direct_count, not liveness.dead, liveness.reason)
+
+
+def _inspect_uploads(reads: _Reads, attempts: list[str]) -> UploadStatus:
+    """The attempt's records (one listing per task attempt) and the job's incomplete uploads (as abort finds
+    them: the same function, so status and abort cannot disagree)."""
+    layout = UploadPaths(reads.paths)
+    records = sum(
+        1
+        for attempt in attempts
+        for status in list_if_present(reads, layout.attempt_pending_dir(attempt))
+        if not status.is_dir and status.path.endswith(PENDING_SUFFIX)
+    )
+    try:
+        found = find_job_uploads(reads, set())
+    except (CommitterError, OSError) as error:
+        return UploadStatus(records, error=str(error))
+    return UploadStatus(records, len(found.targets), len(found.left))
 
 
 def _inspect_transaction(reads: _Reads) -> TransactionStatus:
@@ -464,6 +509,52 @@ def _what_a_transactional_job_would_do(
     )
 
 
+def _what_an_upload_job_would_do(
+    manifests: list[ManifestStatus],
+    markers: MarkerStatus | None,
+    commit: CommitProgress | None,
+    uploads: UploadStatus,
+) -> tuple[str, str]:
+    """What ``commit`` and ``abort`` would do with ``UploadCommitter`` (``operate/commands.py``)."""
+    if uploads.error is not None:
+        pending = "every incomplete upload of the job (unknown now: " + uploads.error + ")"
+    else:
+        pending = f"the job's {uploads.incomplete:,} incomplete uploads"
+    left = ""
+    if uploads.left:
+        left = f"; {uploads.left:,} more at keys another job in flight also marks are left to that job"
+    alive = ""
+    if markers is not None and markers.driver_alive:
+        alive = f"; its driver looks alive ({markers.liveness}): the job may still be running"
+    state = "delete the job's state under _temporary"
+    if commit is not None and commit.finished:
+        return (
+            f"finish the cleanup only: the commit point has passed; abort {pending}{left}, {state}",
+            f"keep the output (the job is committed), abort {pending}{left}, {state}",
+        )
+    if commit is not None:
+        return (
+            f"resume the interrupted job commit of {len(commit.accepted)} task attempts ({commit.files:,} files): "
+            "complete the rest of their uploads with If-None-Match: * (no data copied), write _SUCCESS, abort the "
+            f"job's other incomplete uploads{left}, {state}{alive}",
+            "delete the objects the interrupted commit completed (each proved this job's by its token and ETag; "
+            f"abort --dry-run lists them), abort {pending}{left}, {state}{alive}",
+        )
+    abort = f"abort {pending}{left}, {state}; the destination is untouched (nothing was visible){alive}"
+    broken = [m for m in manifests if m.error is not None]
+    if broken:
+        return f"refuse, changing nothing in the destination: {broken[0].error}", abort
+    tasks = len({m.task_id for m in manifests})
+    files = sum(m.files for m in manifests)
+    size = sum(m.bytes for m in manifests)
+    return (
+        f"complete the uploads of {len(manifests)} task manifests of {tasks} tasks (one attempt per task; "
+        f"{files:,} files, {size:,} bytes in all manifests) with If-None-Match: *, no data copied, write _SUCCESS, "
+        f"then abort the job's other incomplete uploads{left}{alive}",
+        abort,
+    )
+
+
 def _last_success(reads: _Reads) -> LastSuccess | None:
     path = reads.paths.success_path
     url = reads.to_url(path)
@@ -524,8 +615,10 @@ def format_status(status: DestinationStatus) -> str:
                     lines.append(
                         f"    Driver:          {'alive' if markers.driver_alive else 'gone'} ({markers.liveness})"
                     )
+            if attempt.uploads is not None:
+                lines.append(f"    Uploads:         {_uploads_line(attempt.uploads)}")
             if attempt.transaction is None:  # a transactional one's line says if its commit point passed
-                lines.append(f"    Job commit:      {_commit_line(attempt.commit)}")
+                lines.append(f"    Job commit:      {_commit_line(attempt.commit, upload=attempt.uploads is not None)}")
             lines += [f"    commit would:    {attempt.would_commit}", f"    abort would:     {attempt.would_abort}"]
     if status.data_files is not None:
         lines.append(_data_files_line(status.data_files))
@@ -570,11 +663,23 @@ def _data_files_line(files: DataFiles) -> str:
     )
 
 
-def _commit_line(commit: CommitProgress | None) -> str:
+def _uploads_line(uploads: UploadStatus) -> str:
+    if uploads.error is not None:
+        return f"{uploads.records:,} recorded (closed files); incomplete uploads unknown: {uploads.error}"
+    left = f", {uploads.left:,} more at keys another job in flight marks" if uploads.left else ""
+    return f"{uploads.incomplete:,} incomplete uploads of the job{left}; {uploads.records:,} recorded (closed files)"
+
+
+def _commit_line(commit: CommitProgress | None, *, upload: bool = False) -> str:
     if commit is None:
         return "not started"
     if commit.finished:
         return "finished (commit point passed; cleanup not complete)"
+    if upload:
+        return (
+            f"started, interrupted or running: {commit.files:,} files of {len(commit.accepted):,} task attempts to "
+            f"complete, {commit.runs} run(s)"
+        )
     return (
         f"started, interrupted or running: {commit.files_renamed:,} of {commit.files:,} files renamed (journal), "
         f"{commit.units:,} units begun, {commit.units_in_doubt:,} in doubt, {commit.runs} run(s)"

@@ -1,4 +1,5 @@
-"""``rollback`` and ``vacuum``: the transactional protocol's commands over a whole destination.
+"""``rollback`` and ``vacuum``: the commands over a whole destination (rollback: transactional and upload jobs;
+vacuum: the transactional protocol's files).
 
 Each is the library call (``mc.rollback``, ``mc.vacuum``) and a report of what it deleted, every file named, so
 the output is the record of the change. The decisions stay in the library: ``rollback`` judges a job dead by
@@ -17,7 +18,7 @@ from ..errors import CommitterError
 from ..paths import JobPaths, check_id
 from ..readers import vacuum
 from ..rollback import rollback
-from ..store import open_store
+from ..store.factory import open_destination_store
 from ..transactions import TransactionPaths
 
 log = logging.getLogger(__name__)
@@ -35,7 +36,7 @@ class DestinationRequest:
 def _destination_url(request: DestinationRequest, job_id: str | None = None) -> tuple[str, str | None]:
     """The destination's URL, and the URL of ``job_id``'s ``_committed_<tid>`` when it is in place; a
     ``CommitterError`` if the destination is not there (a typo must not read as "nothing to do")."""
-    store, root = open_store(request.destination, request.storage_options)
+    store, root = open_destination_store(request.destination, request.storage_options)
     try:
         url = store.to_url(root)
         if store.info(root) is None:
@@ -60,20 +61,30 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
     if not rolled:
         if job_id is not None:  # committed between the check above and the rollback's own
             return f"Nothing rolled back: job {job_id} of {where} is committed"
-        return f"Nothing rolled back: no dead transactional job in {where} (jobs whose driver answers are left alone)"
+        return (
+            f"Nothing rolled back: no dead transactional job in {where}, and no dead upload job (jobs whose driver "
+            "answers are left alone)"
+        )
     total = sum(len(job.deleted) for job in rolled)
+    uploads = sum(len(job.aborted) for job in rolled)
+    aborting = f", aborting {uploads:,} incomplete uploads" if uploads else ""
     if dry_run:
         lines = [
-            f"Dry run: rollback of {where} would undo {len(rolled)} job attempt(s), deleting {total:,} data files "
-            "(nothing was changed)"
+            f"Dry run: rollback of {where} would undo {len(rolled)} job attempt(s), deleting {total:,} data files"
+            f"{aborting} (nothing was changed)"
         ]
     else:
-        lines = [f"Rolled back {len(rolled)} job attempt(s) of {where}: {total:,} data files deleted"]
-    verb = "would delete" if dry_run else "deleted"
+        aborted = f", {uploads:,} incomplete uploads aborted" if uploads else ""
+        lines = [f"Rolled back {len(rolled)} job attempt(s) of {where}: {total:,} data files deleted{aborted}"]
+    verb, abort_verb = ("would delete", "would abort") if dry_run else ("deleted", "aborted")
     for job in rolled:
-        lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}): {job.reason}")
+        kind = ", upload" if job.protocol == "upload" else ""
+        lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}{kind}): {job.reason}")
         lines.append(f"  {verb} {len(job.deleted):,} data files" + (":" if job.deleted else ""))
         lines.extend(f"    {url}" for url in job.deleted)
+        if job.protocol == "upload":
+            lines.append(f"  {abort_verb} {len(job.aborted):,} incomplete uploads" + (", at:" if job.aborted else ""))
+            lines.extend(f"    {url}" for url in job.aborted)
     return "\n".join(lines)
 
 
