@@ -7,9 +7,10 @@ left and clean up, return its summary; (2) load every attempt's manifest and cho
 (3) write ``commit-started`` (the chosen attempts: a rerun finishes with them); (4) complete every chosen upload
 in parallel with ``If-None-Match: *`` (an object already at a key is an ``OutputConflictError``, unless
 ``delete.target.files``: then it is deleted first); (5) validate, when configured; (6) ``_SUCCESS`` and
-``commit-finished``: the commit point; (7) abort every upload still incomplete at a key the job's markers name
-(the chosen ones are complete, so these are the other attempts'; every upload has its marker), then delete the
-job's state.
+``commit-finished``: the commit point; (7) abort every upload still incomplete at a key the markers of any attempt
+of the job name (the chosen ones are complete, so these are the other attempts'; every upload has its marker; an
+upload at a key another job in flight also marks goes only if this job's records name it), then delete the job's
+state.
 
 A kill before (6) leaves completed objects that a rerun recognises as its own (``S3Store.holds``: the writer's
 token and the multipart ETag) and an abort deletes; a kill after it leaves a committed job that a rerun finishes.
@@ -208,9 +209,9 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
             run_bounded(self.context.pool, uploads, check, max_in_flight=self.context.max_in_flight)
 
     def _abort_others(self, keep: set[str]) -> int:
-        """Abort every upload still incomplete at a key this job's markers name. Every upload of the job has its
-        marker (written before the upload starts), so the markers and one paginated listing find them all,
-        without reading each attempt's records (one store call per file, which the time to return would pay)."""
+        """Abort every upload still incomplete at a key the markers of any attempt of this job name. Every upload
+        of the job has its marker (written before the upload starts), so the markers and one paginated listing find
+        them all; records are read only for keys another job in flight marks too (``abort_uploads``)."""
         return len(abort_uploads(self, (), keep))
 
     def _summary(self, committed: list[str]) -> SuccessData:
