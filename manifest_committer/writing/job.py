@@ -19,6 +19,7 @@ stay in ``_temporary`` and go with it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import posixpath
@@ -31,7 +32,7 @@ from typing import Any
 from ..committer import CommitterBase, TaskAttempt
 from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
-from ..protocols import create_committer, resolve_protocol
+from ..protocols import create_committer, hosts_marker_server, resolve_protocol
 from ..store import open_destination_store
 from ..success_data import SuccessData
 from .dataset_output import DATASET_FORMATS, write_dataset_task
@@ -120,6 +121,14 @@ class WriteJob:
         unknown = sorted(key for key in merged if key not in _OPTIONS and key not in hadoop)
         if unknown:
             raise ConfigError(f"unknown writer option {unknown[0]!r} for {url}")
+        config = CommitterConfig.from_hadoop_conf(hadoop)
+        protocol = resolve_protocol(url, protocol)
+        if hosts_marker_server(protocol) and config.markers_type != "direct":
+            # The driver's committer lives only while it sets the job up and while it commits: a marker server in
+            # it would be gone while the tasks write (each would find it refused and fall back). Direct markers
+            # need no server; the running tasks beat the job's heartbeat (run_task's keep_alive).
+            log.debug("%s: direct write markers (no driver process hosts a marker server here)", url)
+            config = dataclasses.replace(config, markers_type="direct")
         return cls(
             destination=url,
             job_id=f"{framework}-{uuid.uuid4()}",
@@ -132,8 +141,8 @@ class WriteJob:
                 merged.get("partitionoverwritemode", PartitionOverwriteMode.STATIC.value)
             ),
             storage_options=dict(storage_options or {}),
-            config=CommitterConfig.from_hadoop_conf(hadoop),
-            protocol=resolve_protocol(url, protocol),
+            config=config,
+            protocol=protocol,
         )
 
     @property
@@ -285,7 +294,7 @@ def run_task(
     attempt = secrets.randbits(48)  # a retry or a duplicate of the same task is another attempt
     task_id, attempt_id = f"task_{task_index:05d}_{attempt}", f"attempt_{task_index:05d}_{attempt}"
     writer = write if write is not None else batch_writer(batches)
-    with job.committer() as committer:
+    with job.committer() as committer, committer.keep_alive(attempt_id):
         commit_here = committer.protocol not in _DEFERRED_TASK_COMMIT
         task = committer.setup_task(task_id, attempt_id)
         try:

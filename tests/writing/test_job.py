@@ -152,3 +152,24 @@ def test_importing_the_package_imports_no_framework() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_transactional_write_uses_direct_markers_its_tasks_keep_alive(
+    destination: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The driver's committer closes after setting the job up, so a marker server there would be gone while the
+    tasks write (regression: every task found it refused and fell back, warning per task). Direct markers instead,
+    and a running task beats the job's heartbeat."""
+    job = new_job(destination, protocol="transactional")
+    assert job.config.markers_type == "direct"
+    assert begin(job)
+    with caplog.at_level("WARNING", logger="manifest_committer"):
+        result = run_task(job, 0, batches("a", 1))
+    assert not [record for record in caplog.records if "unreachable" in record.getMessage()]
+    assert commit_write(job, [result]).success
+    assert read_rows(destination, COLUMNS) == [("a", 1)]
+    explicit = new_job(
+        destination, protocol="transactional", **{"mapreduce.manifest.committer.markers.type": "batched"}
+    )
+    assert explicit.config.markers_type == "direct"
+    assert new_job(destination).config.markers_type == "batched"  # the manifest protocol keeps the default
