@@ -137,6 +137,9 @@ class Measurement:
     task_latency_s: float = 0.0
     task_calls: dict[str, int] = field(default_factory=dict)
     """Store calls of the task side (through the wrapper: not the data writes)."""
+    commit_cpu_s: float = 0.0
+    """CPU time of the process (every thread, user and system) during ``commit_job``: over the store calls, the
+    CPU a call costs, which bounds the calls per second on the machine's cores whatever the thread count."""
 
     @property
     def total_task_calls(self) -> int:
@@ -213,9 +216,10 @@ def run_job(
         task_calls = dict(wrapper.calls)
         wrapper.calls.clear()
         wrapper.latency = latency
-        committed_start = time.perf_counter()
+        committed_start, cpu_start = time.perf_counter(), time.process_time()
         success = committer.commit_job()
         commit_s = time.perf_counter() - committed_start
+        commit_cpu_s = time.process_time() - cpu_start
         wrapper.latency = 0.0
     finally:
         committer.close()
@@ -237,6 +241,7 @@ def run_job(
         task_threads=task_threads,
         task_latency_s=task_latency,
         task_calls=task_calls,
+        commit_cpu_s=commit_cpu_s,
     )
 
 
@@ -250,7 +255,8 @@ def _describe(measured: Measurement) -> str:
     return (
         f"{measured.protocol}: commit_job {measured.commit_job_s:.2f} s, {measured.total_calls} calls; "
         f"tasks {measured.tasks_s:.2f} s ({measured.task_threads} threads, {measured.total_task_calls} calls, "
-        f"commit_task sum {measured.commit_task_s:.2f} s)"
+        f"commit_task sum {measured.commit_task_s:.2f} s); CPU {measured.commit_cpu_s:.2f} s, "
+        f"{measured.commit_cpu_s / max(1, measured.total_calls) * 1e6:.0f} us a store call"
     )
 
 
@@ -330,17 +336,18 @@ def print_tables(results: list[Measurement]) -> None:
         groups.setdefault((result.store, result.protocol, result.io_threads, result.latency_s), []).append(result)
     print(
         "\n| store | protocol | files | io.threads | store calls | median commit_job (s) | ideal (s) "
-        "| measured / ideal |"
+        "| measured / ideal | CPU (s) | CPU a store call (us) |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (store, protocol, threads, _), runs in groups.items():
         if runs[0].latency_s <= 0:
             continue
         wall = statistics.median(r.commit_job_s for r in runs)
         ideal = statistics.median(r.ideal_s for r in runs)
+        cpu = statistics.median(r.commit_cpu_s for r in runs)
         print(
             f"| {store} | {protocol} | {runs[0].files:,} | {threads} | {runs[0].total_calls:,} | {wall:.2f} "
-            f"| {ideal:.2f} | {wall / ideal:.2f} |"
+            f"| {ideal:.2f} | {wall / ideal:.2f} | {cpu:.2f} | {cpu / runs[0].total_calls * 1e6:.0f} |"
         )
     print("\n| store | protocol | files | io.threads | store calls | median commit_job (s) | files/s |")
     print("|---|---|---:|---:|---:|---:|---:|")
