@@ -188,8 +188,8 @@ class WatchedPool(ThreadPoolExecutor):
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         future = super().submit(fn, *args, **kwargs)
-        with future._condition:  # type: ignore[attr-defined]
-            future._waiters = _CountingList(future._waiters)  # type: ignore[attr-defined]
+        with future._condition:
+            future._waiters = _CountingList(future._waiters)
         return future
 
 
