@@ -45,7 +45,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+# The checkout this script is in, not whatever package the interpreter finds first: run as a script, Python puts
+# only benchmarks/ on the path, and an editable install of another checkout would be measured instead.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import manifest_committer as mc
 from manifest_committer.committer import CommitterBase
