@@ -45,7 +45,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
+
+# The checkout this script is in, not whatever package the interpreter finds first: run as a script, Python puts
+# only benchmarks/ on the path, and an editable install of another checkout would be measured instead.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import manifest_committer as mc
 from manifest_committer.committer import CommitterBase
@@ -339,6 +344,104 @@ class HadoopCommitterBench:
         self.gateway.shutdown()
 
 
+# --- floors: bare system-call loops over the same layout ---------------------------------------------------------
+
+
+def commit_threads(io_threads: int) -> int:
+    """How many units a local job commit runs at once (``StageContext.max_in_flight`` on a store whose calls take
+    microseconds): the floors use the same count."""
+    return min(io_threads, 2 * (os.cpu_count() or 1))
+
+
+@dataclass
+class FloorMeasurement:
+    """The system calls a job commit of ``case`` cannot avoid, timed bare, on the same disk in the same run."""
+
+    case: str
+    threads: int
+    rename_s: float
+    """``os.rename`` of every file from its task directory to its destination (directories made beforehand)."""
+    rmdir_s: float
+    """``os.rmdir`` of every emptied partition directory, then of every task directory."""
+    rename_serial_s: float
+    rmdir_serial_s: float
+
+
+class FloorBench:
+    """Bare ``rename`` and ``rmdir`` loops: the files and directories of a job commit of the same case, laid out
+    as a task writes them (``task/dt=.../part-...``), renamed into ``dest/dt=.../`` and then removed, in ``threads``
+    threads taking consecutive slices as the commit's units do, and once in one thread. Nothing else: no
+    manifests, no checks, no journal; the distance from a job commit to this is what the committer adds."""
+
+    name = "floor"
+
+    def __init__(self, root: str, io_threads: int, files: SmallFiles) -> None:
+        self.root = root
+        self.files = files
+        self.threads = commit_threads(io_threads)
+
+    def _layout(self, case: Case, label: str) -> tuple[str, list[tuple[str, str]], list[str], list[str]]:
+        base = os.path.join(self.root, f"floor-{case.label}-{label}")
+        source_root, dest = os.path.join(base, "tasks"), os.path.join(base, "dest")
+        os.makedirs(source_root)
+        moves: list[tuple[str, str]] = []
+        partition_dirs: list[str] = []
+        task_dirs = [os.path.join(source_root, f"attempt_{task:05d}_0") for task in range(case.tasks)]
+        for task_dir in task_dirs:
+            os.mkdir(task_dir)
+        for index in range(case.partitions):
+            os.makedirs(os.path.join(dest, partition_name(index)))
+
+        def task(number: int) -> None:
+            self.files.write_task_files(task_dirs[number], number, case.partitions)
+
+        with ThreadPoolExecutor(PREPARE_THREADS) as pool:
+            list(pool.map(task, range(case.tasks)))
+        for number, task_dir in enumerate(task_dirs):
+            for index in range(case.partitions):
+                relative = f"{partition_name(index)}/part-{number:05d}-{index:05d}.parquet"
+                moves.append((os.path.join(task_dir, relative), os.path.join(dest, relative)))
+                partition_dirs.append(os.path.join(task_dir, partition_name(index)))
+        return dest, moves, partition_dirs, task_dirs
+
+    @staticmethod
+    def _timed_loop(threads: int, items: list[Any], call: Any, star: bool) -> float:
+        size = max(1, len(items) // (threads * 4) + 1)
+        slices = [items[i : i + size] for i in range(0, len(items), size)]
+
+        def run(part: list[Any]) -> None:
+            if star:
+                for item in part:
+                    call(*item)
+            else:
+                for item in part:
+                    call(item)
+
+        start = time.perf_counter()
+        if threads <= 1:
+            for part in slices:
+                run(part)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(run, slices))
+        return time.perf_counter() - start
+
+    def _one(self, case: Case, label: str, threads: int) -> tuple[float, float]:
+        dest, moves, partition_dirs, task_dirs = self._layout(case, label)
+        rename_s = self._timed_loop(threads, moves, os.rename, star=True)
+        rmdir_s = self._timed_loop(threads, partition_dirs, os.rmdir, star=False)
+        rmdir_s += self._timed_loop(threads, task_dirs, os.rmdir, star=False)
+        os.rmdir(os.path.dirname(task_dirs[0]))
+        self.files.recycle(dest, case)
+        return rename_s, rmdir_s
+
+    def run(self, case: Case, run: int) -> FloorMeasurement:
+        rename_s, rmdir_s = self._one(case, f"{run}-t", self.threads)
+        serial_rename_s, serial_rmdir_s = self._one(case, f"{run}-1", 1)
+        self.files.remove_drained()
+        return FloorMeasurement(case.label, self.threads, rename_s, rmdir_s, serial_rename_s, serial_rmdir_s)
+
+
 # --- the memory case -------------------------------------------------------------------------------------------
 
 
@@ -452,6 +555,7 @@ def profile_python_commit(root: str, case: Case, top: int, files: SmallFiles) ->
     committer.commit_job()
     profiler.disable()
     wall = time.perf_counter() - start
+    committer.close()  # the background delete of the job's state, before the destination is checked
     files.recycle(committer.paths.dest, case)
     text = io.StringIO()
     text.write(f"commit_job with io.threads=1 under cProfile: {wall:.3f} s\n")
@@ -468,10 +572,23 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def summarise(results: list[Measurement], case: Case, committers: list[str]) -> dict[str, Any]:
+def summarise(
+    results: list[Measurement], case: Case, committers: list[str], floors: list[FloorMeasurement] | None = None
+) -> dict[str, Any]:
     """Medians per committer; ``ratio_*`` of this project's manifest committer to Hadoop's; ``versus_manifest``
-    of every other protocol to the manifest protocol (medians of the same run)."""
+    of every other protocol to the manifest protocol; ``versus_floor`` of each committer's time to return to the
+    bare rename loop, and to rename + rmdir (medians of the same run)."""
     out: dict[str, Any] = {"case": case.label, "files": case.files}
+    mine = [f for f in floors or [] if f.case == case.label]
+    if mine:
+        out["floor"] = {
+            "runs": len(mine),
+            "threads": mine[0].threads,
+            "rename_s_median": median([f.rename_s for f in mine]),
+            "rmdir_s_median": median([f.rmdir_s for f in mine]),
+            "rename_serial_s_median": median([f.rename_serial_s for f in mine]),
+            "rmdir_serial_s_median": median([f.rmdir_serial_s for f in mine]),
+        }
     for committer in committers:
         runs = [r for r in results if r.committer == committer and r.case == case.label]
         if not runs:
@@ -506,6 +623,19 @@ def summarise(results: list[Measurement], case: Case, committers: list[str]) -> 
             out["manifest"]["commit_job_ms_median"] / out["hadoop"]["commit_job_ms_median"]
         )
         out["ratio_wall_per_run_median"] = median([p / h for p, h in pairs])
+    if "floor" in out:
+        floor = out["floor"]
+        rename = min(floor["rename_s_median"], floor["rename_serial_s_median"])
+        both = rename + min(floor["rmdir_s_median"], floor["rmdir_serial_s_median"])
+        out["versus_floor"] = {
+            committer: {
+                "rename": out[committer]["wall_s_median"] / rename,
+                "rename_rmdir": out[committer]["wall_s_median"] / both,
+                "rename_stage_to_rename": out[committer]["stages_ms_median"]["job_stage_rename_files"] / 1000 / rename,
+            }
+            for committer in committers
+            if committer in out
+        }
     if "manifest" in out:
         base = out["manifest"]
         out["versus_manifest"] = {
@@ -546,6 +676,19 @@ def print_table(summaries: list[dict[str, Any]], committers: list[str]) -> None:
         for committer, ratios in s.get("versus_manifest", {}).items():
             tasks = f"{ratios['tasks_wall']:.2f}" if "tasks_wall" in ratios else ""
             print(f"| {s['case']} | | {committer}/manifest | {ratios['commit_job_wall']:.2f} | | {tasks} | |")
+        if "floor" in s:
+            f = s["floor"]
+            print(
+                f"| {s['case']} | | floor: rename / rmdir, {f['threads']} threads (1 thread) "
+                f"| {f['rename_s_median']:.3f} / {f['rmdir_s_median']:.3f} "
+                f"({f['rename_serial_s_median']:.3f} / {f['rmdir_serial_s_median']:.3f}) | | | |"
+            )
+        for committer, ratios in s.get("versus_floor", {}).items():
+            print(
+                f"| {s['case']} | | {committer}/floor: rename, rename+rmdir, rename stage/rename "
+                f"| {ratios['rename']:.2f}, {ratios['rename_rmdir']:.2f}, "
+                f"{ratios['rename_stage_to_rename']:.2f} | | | |"
+            )
     print()
     for s in summaries:
         for committer in committers:
@@ -593,6 +736,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--io-threads", type=int, default=32, help="io.threads of both committers (default 32)")
     parser.add_argument("--root", default=None, help="parent directory on the disk to test (default: system temp)")
     parser.add_argument("--no-hadoop", action="store_true", help="skip Hadoop's committer")
+    parser.add_argument("--no-floor", action="store_true", help="skip the bare rename and rmdir loops")
     parser.add_argument(
         "--protocol",
         nargs="+",
@@ -648,14 +792,17 @@ def main(argv: list[str] | None = None) -> int:
         output["task_writes"] = "fs" if write_through_fs else "os"
         hadoop_bench = None if args.no_hadoop else HadoopCommitterBench(root, args.io_threads, files)
         results: list[Measurement] = []
+        floors: list[FloorMeasurement] = []
         try:
             if hadoop_bench is not None:
                 output["hadoop_version"] = hadoop_bench.version
                 output["hadoop_filesystem"] = hadoop_bench.filesystem_class(root)
                 print(f"Hadoop {hadoop_bench.version} on {output['hadoop_filesystem']}")
-            benches: list[PythonCommitterBench | HadoopCommitterBench] = list(python_benches)
+            benches: list[PythonCommitterBench | HadoopCommitterBench | FloorBench] = list(python_benches)
             if hadoop_bench is not None:
                 benches.append(hadoop_bench)
+            if not args.no_floor:
+                benches.append(FloorBench(root, args.io_threads, files))
             warm = cases[0]
             for bench in benches:
                 bench.run(warm, run=-1)  # warm-up, not measured
@@ -665,6 +812,16 @@ def main(argv: list[str] | None = None) -> int:
                     shift = run % len(benches)
                     order = benches[shift:] + benches[:shift]
                     for bench in order:
+                        if isinstance(bench, FloorBench):
+                            floor = bench.run(case, run)
+                            floors.append(floor)
+                            print(
+                                f"{case.label} run {run} floor: rename {floor.rename_s:.3f} s, rmdir "
+                                f"{floor.rmdir_s:.3f} s ({floor.threads} threads); 1 thread: rename "
+                                f"{floor.rename_serial_s:.3f} s, rmdir {floor.rmdir_serial_s:.3f} s",
+                                flush=True,
+                            )
+                            continue
                         measured = bench.run(case, run)
                         results.append(measured)
                         tasks = "" if measured.tasks_s is None else f"; tasks {measured.tasks_s:.2f} s"
@@ -677,9 +834,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if hadoop_bench is not None:
                 hadoop_bench.close()
-        committers = [bench.name for bench in benches]
-        summaries = [summarise(results, case, committers) for case in cases]
+        committers = [bench.name for bench in benches if not isinstance(bench, FloorBench)]
+        summaries = [summarise(results, case, committers, floors) for case in cases]
         output["results"] = [asdict(r) for r in results]
+        output["floors"] = [asdict(f) for f in floors]
         output["summaries"] = summaries
         print_table(summaries, committers)
 

@@ -68,6 +68,29 @@ def destination_relative_problem(relative: str) -> str | None:
     return relative_problem(relative)
 
 
+def all_relatives_admitted(relatives: list[str]) -> bool:
+    """Whether ``relative_problem`` admits every path of ``relatives``, decided at once on their text.
+
+    The segments of the paths joined with ``/`` are exactly the segments of all of them, so the joined text has no
+    empty, ``.`` or ``..`` segment and no NUL exactly when no path has: the same answer as path by path, in a few
+    scans of one string instead of several calls per path (a job commit checks three paths per file).
+    """
+    if not relatives:
+        return True
+    joined = "/".join(relatives)
+    return relative_problem(joined) is None
+
+
+def all_destination_relatives_admitted(relatives: list[str]) -> bool:
+    """``all_relatives_admitted``, and none inside ``_temporary``; ``False`` may be a false alarm (a name that only
+    contains ``_temporary`` after a newline): the caller then checks path by path, which names the culprit."""
+    if not relatives:
+        return True
+    if ("\n" + "\n".join(relatives)).find("\n" + TEMPORARY_DIR) >= 0:
+        return False
+    return all_relatives_admitted(relatives)
+
+
 class JobAdmission:
     """The containment rules bound to one job attempt's paths (in the store's own decoded path form)."""
 
@@ -105,6 +128,8 @@ def declared_output_problem(source_relative: str, dest_relative: str) -> str | N
 
 __all__ = [
     "JobAdmission",
+    "all_destination_relatives_admitted",
+    "all_relatives_admitted",
     "check_manifest_id",
     "check_manifest_ids",
     "declared_output_problem",

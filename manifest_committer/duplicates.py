@@ -69,8 +69,13 @@ class DuplicateHashes:
             self._current = array("q")
 
     def add_all(self, values: Iterable[int]) -> None:
-        for value in values:
-            self.add(value)
+        """Record many hashes at once (one manifest's): the array grows in C, and spills as ``add`` would."""
+        current = self._current
+        current.extend(values)
+        while len(current) >= self._run_size:
+            self._spill_run(current[: self._run_size])
+            current = current[self._run_size :]
+        self._current = current
 
     def candidates(self) -> Iterator[int]:
         """Every hash added more than once, in ascending order, each once."""

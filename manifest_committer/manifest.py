@@ -210,18 +210,41 @@ def _pending_uploads(value: Any, files: int, origin: str) -> list[PendingUpload]
     return [PendingUpload.from_dict(item, f"{origin}: pendingUploads[{index}]") for index, item in enumerate(value)]
 
 
+_STATUSES = tuple(EntryStatus)
+"""``EntryStatus`` by ordinal: the schema's 0 to 4, looked up without the enum's call."""
+
+
 def _dir_entries(value: Any) -> list[DirEntry]:
+    """``directories``: one entry per task and directory, so the common shape is tested inline as for files."""
     entries: list[DirEntry] = []
+    append = entries.append
+    statuses = _STATUSES
     for index, item in enumerate(json_array(value, "directories")):
-        field = f"directories[{index}]"
-        raw = json_object(item, field)
-        path = text(required(raw, "d", field, "directory"), f"{field}.d (directory)", min_length=1)
-        status = integer(
-            required(raw, "t", field, "status"), f"{field}.t (status)", minimum=0, maximum=len(EntryStatus) - 1
-        )
-        level = integer(required(raw, "l", field, "level"), f"{field}.l (level)", minimum=0)
-        entries.append(DirEntry(path, EntryStatus(status), level))
+        if type(item) is dict:
+            path, status, level = item.get("d"), item.get("t"), item.get("l")
+            if (
+                type(path) is str
+                and path
+                and type(status) is int
+                and 0 <= status < len(statuses)
+                and type(level) is int
+                and level >= 0
+            ):
+                append(DirEntry(path, statuses[status], level))
+                continue
+        append(_dir_entry(item, f"directories[{index}]"))
     return entries
+
+
+def _dir_entry(item: Any, field: str) -> DirEntry:
+    """One directory entry, field by field: the slow path, which names what is wrong."""
+    raw = json_object(item, field)
+    path = text(required(raw, "d", field, "directory"), f"{field}.d (directory)", min_length=1)
+    status = integer(
+        required(raw, "t", field, "status"), f"{field}.t (status)", minimum=0, maximum=len(EntryStatus) - 1
+    )
+    level = integer(required(raw, "l", field, "level"), f"{field}.l (level)", minimum=0)
+    return DirEntry(path, EntryStatus(status), level)
 
 
 __all__ = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import heapq
 import logging
+import os
 import posixpath
 import time
 from collections.abc import Callable
@@ -99,8 +100,23 @@ class _ProgressReport:
             self.callback = None
 
 
-def unit_size(config: CommitterConfig, file_count: int) -> int:
-    """Rows per unit of renames: several per thread, large enough to amortise the pool and the journal."""
+MICROSECOND_UNIT_FACTOR = 8
+"""Where store calls take microseconds, units may be this many times ``rename_batch_size``."""
+
+
+def unit_size(config: CommitterConfig, file_count: int, *, microsecond_calls: bool = False) -> int:
+    """Rows per unit of renames: several per thread, large enough to amortise the pool and the journal.
+
+    Each unit costs two journal records. Where a store call takes microseconds (local disk), two records cost
+    as much as dozens of renames, and only two units per core run at once (``StageContext.max_in_flight``), so
+    units are cut for those workers and may grow to ``MICROSECOND_UNIT_FACTOR`` times ``rename_batch_size``:
+    a 10,000-file local commit writes 32 records instead of 254. A rerun after a crash probes the rows of the
+    unit in doubt (two ``stat`` calls each there), so larger units cost it nothing that matters.
+    """
+    if microsecond_calls:
+        workers = min(config.io_threads, 2 * (os.cpu_count() or 1))
+        per_worker = file_count // (workers * 4) + 1
+        return max(1, min(config.rename_batch_size * MICROSECOND_UNIT_FACTOR, per_worker))
     per_thread = file_count // (config.io_threads * 4) + 1
     return max(1, min(config.rename_batch_size, per_thread))
 
@@ -171,33 +187,30 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         journal.begin(unit)
         rename = self.rename_file_fast
         durations = batch.durations
+        record = durations.record
         clock = time.perf_counter
+        ours_below = history.ours_below  # rows below it were moved by an earlier run (``recorded_ours``)
         index = 0
         try:
             for index, row in enumerate(rows):
-                if history.recorded_ours(index):
+                if index < ours_below:
                     batch.already_committed += 1
-                else:
-                    start = clock()
+                    continue
+                start = clock()
+                try:
+                    rename(row.source, row.dest)
+                except Exception as error:
                     try:
-                        rename(row.source, row.dest)
-                    except Exception as error:
-                        try:
-                            outcome = self._rename_slow_path(row, error, history.in_doubt(index))
-                        except BaseException:
-                            durations.failures += 1
-                            self.stats.add_accumulator(durations)  # the batch's result is lost with the error
-                            raise
-                        durations.record(int((clock() - start) * 1000))
-                        if outcome is RenameOutcome.ALREADY_COMMITTED:
-                            batch.already_committed += 1
-                        elif outcome is RenameOutcome.RECOVERED:
-                            batch.recovered += 1
-                    else:
-                        durations.record(int((clock() - start) * 1000))
-                batch.files += 1
-                batch.bytes += row.size
-                batch.filenames.append(row.dest_url)
+                        outcome = self._rename_slow_path(row, error, history.in_doubt(index))
+                    except BaseException:
+                        durations.failures += 1
+                        self.stats.add_accumulator(durations)  # the batch's result is lost with the error
+                        raise
+                    if outcome is RenameOutcome.ALREADY_COMMITTED:
+                        batch.already_committed += 1
+                    elif outcome is RenameOutcome.RECOVERED:
+                        batch.recovered += 1
+                record(int((clock() - start) * 1000))
         except _NotMovableError as failure:
             self._finish_after_failure(journal, unit, index, not_movable=True)
             raise failure.error from failure.__cause__
@@ -205,7 +218,9 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             self._finish_after_failure(journal, unit, index, not_movable=False)
             raise
         journal.finish(unit, len(rows))
-        batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, batch.filenames)
+        batch.files = len(rows)
+        batch.bytes = sum(row.size for row in rows)
+        batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, [row.dest_url for row in rows])
         return batch
 
     def _finish_after_failure(self, journal: Journal, unit: RenameUnit, index: int, *, not_movable: bool) -> None:

@@ -52,6 +52,22 @@ def test_memory_is_one_run_not_one_entry_per_hash(tmp_path: Path) -> None:
         hashes.close()
 
 
+def test_adding_many_at_once_spills_the_same_runs(tmp_path: Path) -> None:
+    """``add_all`` (one manifest's hashes at once) keeps the run bounded and spills what ``add`` would."""
+    one, many = tmp_path / "one", tmp_path / "many"
+    one.mkdir()
+    many.mkdir()
+    with DuplicateHashes(str(one), run_size=1000) as singly, DuplicateHashes(str(many), run_size=1000) as at_once:
+        for n in range(10_500):
+            singly.add(n % 7_000)
+        values = [n % 7_000 for n in range(10_500)]
+        for start, end in [(0, 10), (10, 2_500), (2_500, 2_501), (2_501, 9_000), (9_000, 10_500)]:
+            at_once.add_all(values[start:end])
+            assert len(at_once._current) < 1000
+        assert at_once._runs == singly._runs
+        assert list(at_once.candidates()) == list(singly.candidates()) == list(range(3_500))
+
+
 def test_the_hash_spill_is_named_for_its_job_and_process(tmp_path: Path) -> None:
     """A killed job commit's hash runs must be found by the next run's sweep, like its entry file."""
     with DuplicateHashes(str(tmp_path), run_size=2, prefix=spill_prefix("job-9")) as hashes:

@@ -119,6 +119,8 @@ def test_integral_numbers_are_integers_as_in_json_schema() -> None:
     raw = document()
     raw["files"][0]["z"] = 3.0
     raw["jobAttemptNumber"] = 2.0
+    raw["directories"][0]["t"] = 4.0
+    raw["directories"][0]["l"] = 1.0
     assert TaskManifest.from_dict(raw) == sample()
 
 
@@ -156,6 +158,10 @@ def test_hadoop_manifests_load() -> None:
         (lambda d: d["files"][0].update(e=5), "etag"),
         (lambda d: d["directories"][0].update(l=-1), "level"),
         (lambda d: d["directories"][0].update(t="dir"), r"t \(status\)"),
+        (lambda d: d["directories"][0].update(t=True), r"directories\[0\]\.t \(status\)"),
+        (lambda d: d["directories"][0].update(d=""), r"directories\[0\]\.d \(directory\)"),
+        (lambda d: d["directories"][0].update(l=None), r"directories\[0\]\.l \(level\)"),
+        (lambda d: d.update(directories=[[]]), r"directories\[0\]"),
         (lambda d: d["files"][0].update(e=None), r"files\[0\]\.e \(etag\)"),
         (lambda d: d["files"].append({"s": "file:///x", "d": "file:///out/y", "z": 1, "e": []}), r"files\[2\]\.e"),
         (lambda d: d["iostatistics"].update(meanstatistics=[1]), "iostatistics.meanstatistics: must be an object"),

@@ -361,6 +361,51 @@ def test_entries_outside_the_job_fail(destination: str, source_suffix: str, dest
         load(fresh(context))
 
 
+@pytest.mark.parametrize(
+    ("directory", "message"),
+    [
+        ("/_temporary", "directory .* lies inside the destination's _temporary directory"),
+        ("/a/../..", "directory .* has a '.' or '..' segment"),
+        ("/a//b", "directory .* has an empty path segment"),
+        ("/", "directory .* lies outside the job.s destination"),
+    ],
+)
+def test_directories_outside_the_job_fail(destination: str, directory: str, message: str) -> None:
+    """A manifest checked as a whole (every URL a plain slice of its prefix) still names the one bad entry."""
+    context = make_context(destination)
+    set_up_job(context)
+    manifest = save_manifest(context, 0, [(f"d{n}/f{n}", 1) for n in range(20)], [("d0", EntryStatus.NOT_FOUND)])
+    manifest.directories.append(DirEntry(context.store.to_url(context.paths.dest + directory), EntryStatus.DIR, 1))
+    context.store.write_bytes(context.paths.manifest_path(manifest.task_id), manifest.to_json())
+    with pytest.raises(ManifestError, match=message):
+        load(fresh(context))
+
+
+def test_the_last_bad_entry_of_a_long_manifest_is_named(destination: str) -> None:
+    context = make_context(destination)
+    set_up_job(context)
+    manifest = save_manifest(context, 0, [(f"d/f{n}", 1) for n in range(50)])
+    to_url = context.store.to_url
+    source = context.paths.task_attempt_dir(manifest.task_attempt_id) + "/g"
+    manifest.files.append(FileEntry(to_url(source), to_url(context.paths.dest + "/d/./g"), 1))
+    context.store.write_bytes(context.paths.manifest_path(manifest.task_id), manifest.to_json())
+    with pytest.raises(ManifestError, match=r"destination .*/d/\./g has a '.' or '..' segment"):
+        load(fresh(context))
+
+
+def test_names_that_only_look_refused_load(destination: str) -> None:
+    """``_temporary`` after a newline or inside a name, ``..`` inside a name: legal, whatever route admits them."""
+    context = make_context(destination)
+    set_up_job(context)
+    names = ["a\n_temporary/x", "_temporaryish", "b/_temporary/y", "c..d/e", "f/..g"]
+    save_manifest(context, 0, [(name, 1) for name in names], [("b", EntryStatus.NOT_FOUND)])
+    result = load(fresh(context))
+    with result.entry_file:
+        rows = [row for chunk in result.entry_file.chunks() for row in chunk.rows]
+    assert sorted(row.dest for row in rows) == sorted(dest_path(context, name) for name in names)
+    assert [d.path for d in result.directories] == [dest_path(context, "b")]
+
+
 def test_loading_changes_nothing_in_the_store(destination: str) -> None:
     context = make_context(destination)
     set_up_job(context)

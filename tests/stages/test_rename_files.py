@@ -14,6 +14,7 @@ from manifest_committer.errors import CommitterError, JobStateError, OutputConfl
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.journal import Journal, JournalRun
 from manifest_committer.stages.rename_files import (
+    MICROSECOND_UNIT_FACTOR,
     RenameFilesArguments,
     RenameFilesResult,
     RenameFilesStage,
@@ -258,6 +259,20 @@ def test_applied_twice_raises(destination: str, spill: EntryFile) -> None:
     stage.apply(RenameFilesArguments(spill, first_run(context, spill)))
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(RenameFilesArguments(spill, first_run(context, spill)))
+
+
+def test_units_are_larger_where_store_calls_take_microseconds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two journal records a unit cost as much as dozens of local renames: local units are cut for the two units
+    per core in flight, up to MICROSECOND_UNIT_FACTOR times rename_batch_size; remote ones stay as they were."""
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    config = replace(FAST_CONFIG, io_threads=32, rename_batch_size=128)
+    assert unit_size(config, 10_000) == 79
+    local = unit_size(config, 10_000, microsecond_calls=True)
+    assert local == 626
+    assert 4 * 4 <= -(-10_000 // local) <= 4 * 4 + 1, "four units per worker in flight"
+    assert unit_size(config, 10_000_000, microsecond_calls=True) == 128 * MICROSECOND_UNIT_FACTOR
+    assert unit_size(config, 3, microsecond_calls=True) == 1
+    assert unit_size(replace(config, io_threads=1), 5, microsecond_calls=True) == 2
 
 
 def test_progress_is_reported_per_unit_from_zero_to_the_total(destination: str, spill: EntryFile) -> None:
