@@ -118,6 +118,12 @@ class CommitterBase(ABC):
             # A burst of one second's operations; beyond it, calls are paced at the rate.
             rate = self.config.io_rate_limit
             self._rate_limit = TokenBucket(rate, burst=max(1, int(rate)))
+        self._init_protocol()
+
+    def _init_protocol(self) -> None:
+        """The protocol's own state, after the shared state exists: a subclass sets it up here rather than
+        repeating the constructor's signature."""
+        return None
 
     @classmethod
     def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:

@@ -19,12 +19,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
 
 from .committer import CommitterBase, TaskAttempt
-from .config import CommitterConfig
 from .direct_write_fs import AttemptFiles, DirectWriteFileSystem, final_name_function
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
@@ -46,7 +44,6 @@ from .stages.transactional_commit_job import (
 from .stages.transactional_commit_task import TransactionalCommitTaskArguments, TransactionalCommitTaskStage
 from .stages.transactional_setup_job import TransactionalSetupJobArguments, TransactionalSetupJobStage
 from .statistic_names import JOB_STAGE_ABORT
-from .store import StoreOperations
 from .success_data import SuccessData
 from .transactions import transaction_id
 
@@ -61,28 +58,9 @@ class TransactionalCommitter(CommitterBase):
     task_writes_in_place = True
     job_hosts_marker_server = True
 
-    def __init__(
-        self,
-        destination: str,
-        job_id: str,
-        job_attempt: int = 0,
-        config: CommitterConfig | None = None,
-        storage_options: dict[str, Any] | None = None,
-        *,
-        job_id_source: str = "JobID",
-        store_wrapper: Callable[[StoreOperations], StoreOperations] | None = None,
-    ) -> None:
-        super().__init__(
-            destination,
-            job_id,
-            job_attempt,
-            config,
-            storage_options,
-            job_id_source=job_id_source,
-            store_wrapper=store_wrapper,
-        )
+    def _init_protocol(self) -> None:
         check_marker_type(self.config, self.destination_url)
-        self.tid = transaction_id(job_id)
+        self.tid = transaction_id(self.paths.job_id)
         self._lock = threading.Lock()
         self._attempt_files: dict[str, AttemptFiles] = {}
         self._markers = JobMarkers(self._store, self.marker_paths, self.config, self._retry_for)

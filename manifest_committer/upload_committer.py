@@ -19,12 +19,11 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
 from .committer import CommitterBase, TaskAttempt
-from .config import CommitterConfig
 from .errors import ManifestError, UnsupportedStoreError
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
@@ -56,26 +55,7 @@ class UploadCommitter(CommitterBase):
     task_writes_in_place = True
     job_hosts_marker_server = True
 
-    def __init__(
-        self,
-        destination: str,
-        job_id: str,
-        job_attempt: int = 0,
-        config: CommitterConfig | None = None,
-        storage_options: dict[str, Any] | None = None,
-        *,
-        job_id_source: str = "JobID",
-        store_wrapper: Callable[[StoreOperations], StoreOperations] | None = None,
-    ) -> None:
-        super().__init__(
-            destination,
-            job_id,
-            job_attempt,
-            config,
-            storage_options,
-            job_id_source=job_id_source,
-            store_wrapper=store_wrapper,
-        )
+    def _init_protocol(self) -> None:
         check_marker_type(self.config, self.destination_url)
         self.layout = UploadPaths(self.paths)
         self._lock = threading.Lock()
