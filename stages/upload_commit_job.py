@@ -3,10 +3,12 @@
 Steps: (1) a job whose summary is in place (``_SUCCESS``, or ``commit-finished``) is committed: abort what is
 left and clean up, return its summary; (2) load every attempt's manifest and choose one attempt per task:
 ``accepted_attempts`` when given (the others are ignored), otherwise the attempt whose manifest was saved first
-(earliest modification time, ties to the smallest attempt id); refuse a destination claimed by two chosen tasks;
-(3) write ``commit-started`` (the chosen attempts: a rerun finishes with them); (4) complete every chosen upload
-in parallel with ``If-None-Match: *`` (an object already at a key is an ``OutputConflictError``, unless
-``delete.target.files``: then it is deleted first); (5) validate, when configured; (6) ``_SUCCESS`` and
+(earliest modification time, ties to the smallest attempt id); refuse a destination claimed by two chosen tasks,
+and a key one chosen task writes as a file and another as a directory; (3) write ``commit-started`` (the chosen
+attempts: a rerun finishes with them); (4) complete every chosen upload in parallel with ``If-None-Match: *`` (an
+object already at a key is an ``OutputConflictError``, unless ``delete.target.files``: then it is deleted first;
+so is a directory at a key, objects below ``key/``, found by one listing per parent directory: S3 would keep
+both, a tree that s3fs, S3A and Spark's listing see as broken); (5) validate, when configured; (6) ``_SUCCESS`` and
 ``commit-finished``: the commit point; (7) abort every upload still incomplete at a key the job's markers name
 (the chosen ones are complete, so these are the other attempts'; every upload has its marker), then delete the
 job's state.
@@ -18,7 +20,8 @@ token and the multipart ETag) and an abort deletes; a kill after it leaves a com
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
@@ -42,6 +45,7 @@ from .journal import CommitRecord, check_accepted, committed_summary, read_commi
 from .upload_state import (
     AttemptManifest,
     abort_uploads,
+    list_if_present,
     load_attempt_manifest,
     manifest_statuses,
 )
@@ -161,7 +165,21 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
                         f"{seen[relative]} and {manifest.task_id}"
                     )
                 seen[relative] = manifest.task_id
+        self._refuse_files_under_files(seen)
         return chosen
+
+    def _refuse_files_under_files(self, claims: Mapping[str, str]) -> None:
+        """``ManifestError`` where one chosen file's path is a directory of another's (``a`` and ``a/b``): S3 would
+        hold both, and a rerun would find its own ``a/`` in the way of ``a``."""
+        for relative in sorted(claims):
+            parent = posixpath.dirname(relative)
+            while parent:
+                if parent in claims:
+                    raise ManifestError(
+                        f"{self.to_url(UploadPaths(self.paths).destination_path(parent))}: a file of task "
+                        f"{claims[parent]} and a directory of task {claims[relative]} (which writes {relative})"
+                    )
+                parent = posixpath.dirname(parent)
 
     @staticmethod
     def _accepts(accepted: Mapping[str, str], path: str) -> bool:
@@ -172,8 +190,18 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
     def _complete(self, uploads: list[tuple[str, PendingUpload]]) -> None:
         """Complete every upload on the job pool; each completion is retried inside its unit of work."""
 
+        in_the_way = self._directories_at(upload.path for _, upload in uploads)
+
         def complete(item: tuple[str, PendingUpload]) -> None:
             _, upload = item
+            if upload.path in in_the_way:
+                if not self.config.delete_target_files:
+                    raise OutputConflictError(
+                        f"s3://{upload.path}: a directory (objects below the key) is where this job's file goes; "
+                        "nothing was written (set mapreduce.manifest.committer.delete.target.files=true to replace it)"
+                    )
+                log.info("%s: deleting the directory s3://%s, which this job's file replaces", self.name, upload.path)
+                self.delete_dir(upload.path)
             try:
                 self.complete_upload(upload)
             except FileExistsError as error:
@@ -188,6 +216,20 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
             self.stats.increment(COMMITTER_COMMITS_COMPLETED)
 
         run_bounded(self.context.pool, uploads, complete, max_in_flight=self.context.max_in_flight)
+
+    def _directories_at(self, keys: Iterable[str]) -> set[str]:
+        """The ``keys`` where a directory is (objects below ``key/``): one listing per parent directory, on the
+        job pool, rather than one per file. This job's own completed objects (a rerun) are files, never in it."""
+        wanted = set(keys)
+        found: set[str] = set()
+        run_bounded(
+            self.context.pool,
+            sorted({posixpath.dirname(key) for key in wanted}),
+            lambda parent: [status.path for status in list_if_present(self, parent) if status.is_dir],
+            max_in_flight=self.context.max_in_flight,
+            on_result=lambda directories: found.update(wanted.intersection(directories)),
+        )
+        return found
 
     def _validate(self, uploads: list[tuple[str, PendingUpload]]) -> None:
         """Every completed object is in place with its recorded length, and is provably this job's."""

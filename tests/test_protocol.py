@@ -1,4 +1,5 @@
-"""The protocol end to end, on memory, local disk and the Azure and GCS emulators: what the destination holds."""
+"""The protocol end to end, on memory, local disk and the Azure and GCS emulators (upload on the S3 one): what the
+destination holds."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from manifest_committer.statistic_names import (
     JOB_STAGE_RENAME_FILES,
 )
 from manifest_committer.store import Fault, FaultInjectingStore
+from tests.fixtures.stores import protocol_cases
 from tests.fixtures.committing import (
     FAST,
     FaultCapture,
@@ -46,17 +48,27 @@ ODD_NAMES = {
 
 @pytest.fixture
 def destination(protocol_destination: str) -> str:
-    """This module runs on every store, the emulators included: it overrides the core-only ``destination``."""
+    """This module runs on every store, the emulators included: it overrides the core-only ``destination``; the
+    protocol-parametrized tests choose the store too (``protocol_cases``)."""
     return protocol_destination
 
 
-EVERY_PROTOCOL = pytest.mark.parametrize("protocol", ["manifest", "v1", "v2", "transactional"])
-PROTOCOLS_BUT_V2 = pytest.mark.parametrize("protocol", ["manifest", "v1", "transactional"])
+EVERY_PROTOCOL = protocol_cases("manifest", "v1", "v2", "transactional")
+"""Every protocol on every store it runs on: the rename protocols and transactional on all but S3, upload on S3."""
+PROTOCOLS_BUT_V2 = protocol_cases("manifest", "v1", "transactional")
 """Where v2's flaw (committed tasks' files in the destination at once, kept by abort) makes a test moot."""
-RENAMING_PROTOCOLS = pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
-"""Where a test is about moving files to a name of the task's choosing: the transactional protocol writes each
-file in place under a name carrying its tid (so no file of a job ever lands on an existing one), refuses names
-readers skip (``_x``, ``.x``), and cannot rename; tests/test_transactional.py covers what it does instead."""
+LAST_COMMIT_WINS_PROTOCOLS = protocol_cases("manifest", "v1", "transactional", upload=False)
+"""Where a test is about a later task commit superseding an earlier one, and v2's flaw makes it moot: the upload
+protocol saves one manifest per attempt and, without ``accepted_attempts``, completes the first saved (S3's
+second-grained times tie to the smallest attempt id); tests/cloud/test_upload_protocol.py covers that."""
+RENAMING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", upload=False)
+"""Where a test is about moving files to a name of the task's choosing: the transactional and upload protocols
+write each file in place (transactional under a name carrying its tid, so no file of a job ever lands on an
+existing one), refuse names readers skip (``_x``, ``.x``), and cannot rename; tests/test_transactional.py and
+tests/cloud/test_upload_protocol.py cover what they do instead."""
+REPLACING_PROTOCOLS = protocol_cases("manifest", "v1", "v2")
+"""Where a test is about a job's file landing on something already in the destination: the rename protocols and
+upload (its complete with ``If-None-Match: *`` is its rename); transactional's tid names never land on one."""
 RECORDS = {"_committed_", "_started_"}
 
 
@@ -132,7 +144,7 @@ def test_retried_task_keeps_only_the_second_attempt(destination: str, protocol: 
 
 
 @pytest.mark.parametrize("order", ["first attempt, then second", "second attempt, then first"])
-@PROTOCOLS_BUT_V2
+@LAST_COMMIT_WINS_PROTOCOLS
 def test_task_committed_twice_keeps_only_the_last_committed_attempt(
     destination: str, protocol: str, order: str
 ) -> None:
@@ -485,7 +497,7 @@ def delete_target_config(delete: bool) -> mc.CommitterConfig:
     )
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1"])
+@protocol_cases("manifest", "v1")
 def test_existing_file_at_destination_is_a_conflict_without_delete_target_files(
     destination: str, protocol: str
 ) -> None:
@@ -501,7 +513,7 @@ def test_existing_file_at_destination_is_a_conflict_without_delete_target_files(
     assert "_SUCCESS" not in tree(committer)
 
 
-@RENAMING_PROTOCOLS
+@REPLACING_PROTOCOLS
 def test_existing_file_at_destination_is_replaced_with_delete_target_files(destination: str, protocol: str) -> None:
     committer = new_job(destination, config=delete_target_config(True), protocol=protocol)
     committer.store.write_bytes(committer.paths.dest + "/dt=1/part-0.csv", b"old data")
@@ -513,7 +525,7 @@ def test_existing_file_at_destination_is_replaced_with_delete_target_files(desti
     assert output(committer) == {"dt=1/part-0.csv": b"new", "dt=1/unrelated.csv": b"stays"}
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1"])
+@protocol_cases("manifest", "v1")
 def test_directory_at_a_file_destination_is_a_conflict_without_delete_target_files(
     destination: str, protocol: str
 ) -> None:
@@ -529,7 +541,7 @@ def test_directory_at_a_file_destination_is_a_conflict_without_delete_target_fil
     assert output(committer) == {"dt=1/part-0.csv/inner.txt": b"inside"}, "never nested inside it (Hadoop's D5)"
 
 
-@RENAMING_PROTOCOLS
+@REPLACING_PROTOCOLS
 def test_directory_at_a_file_destination_is_replaced_with_delete_target_files(destination: str, protocol: str) -> None:
     committer = new_job(destination, config=delete_target_config(True), protocol=protocol)
     committer.store.write_bytes(committer.paths.dest + "/dt=1/part-0.csv/inner.txt", b"inside")
@@ -540,7 +552,7 @@ def test_directory_at_a_file_destination_is_replaced_with_delete_target_files(de
     assert output(committer) == {"dt=1/part-0.csv": b"new"}
 
 
-@RENAMING_PROTOCOLS
+@REPLACING_PROTOCOLS
 def test_replacing_a_directory_with_glob_characters_deletes_only_that_directory(
     destination: str, protocol: str
 ) -> None:
