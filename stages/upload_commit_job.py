@@ -3,18 +3,21 @@
 Steps: (1) a job whose summary is in place (``_SUCCESS``, or ``commit-finished``) is committed: abort what is
 left and clean up, return its summary; (2) load every attempt's manifest and choose one attempt per task:
 ``accepted_attempts`` when given (the others are ignored), otherwise the attempt whose manifest was saved first
-(earliest modification time, ties to the smallest attempt id); refuse a destination claimed by two chosen tasks,
-and a key one chosen task writes as a file and another as a directory; (3) write ``commit-started`` (the chosen
-attempts: a rerun finishes with them); (4) complete every chosen upload in parallel with ``If-None-Match: *`` (an
-object already at a key is an ``OutputConflictError``, unless ``delete.target.files``: then it is deleted first;
-so is a directory at a key, objects below ``key/``, found by one listing per parent directory: S3 would keep
-both, a tree that s3fs, S3A and Spark's listing see as broken); (5) validate, when configured; (6) ``_SUCCESS`` and
+(earliest modification time, ties to the smallest attempt id); refuse a destination claimed by two chosen tasks;
+(3) write ``commit-started`` (the chosen attempts: a rerun finishes with them); (4) complete every chosen upload
+in parallel with ``If-None-Match: *`` (an object already at a key is an ``OutputConflictError``, unless
+``delete.target.files``: then it is deleted first); (5) validate, when configured; (6) ``_SUCCESS`` and
 ``commit-finished``: the commit point; (7) abort every upload still incomplete at a key the job's markers name
 (the chosen ones are complete, so these are the other attempts'; every upload has its marker), then delete the
 job's state.
 
 A kill before (6) leaves completed objects that a rerun recognises as its own (``S3Store.holds``: the writer's
 token and the multipart ETag) and an abort deletes; a kill after it leaves a committed job that a rerun finishes.
+
+What may be in the way at (4), besides an object at the key: a directory there (objects below ``key/``), which
+S3 would keep beside the file, a tree that s3fs, S3A and Spark's listing see as broken: a conflict too, or
+deleted first under ``delete.target.files``, found by one listing per parent directory (not one per file); and a
+key one chosen task writes as a file and another as a directory (``a`` and ``a/b``), refused at (2).
 """
 
 from __future__ import annotations
