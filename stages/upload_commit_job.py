@@ -14,12 +14,18 @@ state.
 
 A kill before (6) leaves completed objects that a rerun recognises as its own (``S3Store.holds``: the writer's
 token and the multipart ETag) and an abort deletes; a kill after it leaves a committed job that a rerun finishes.
+
+What may be in the way at (4), besides an object at the key: a directory there (objects below ``key/``), which
+S3 would keep beside the file, a tree that s3fs, S3A and Spark's listing see as broken: a conflict too, or
+deleted first under ``delete.target.files``, found by one listing per parent directory (not one per file); and a
+key one chosen task writes as a file and another as a directory (``a`` and ``a/b``), refused at (2).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import posixpath
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
@@ -43,6 +49,7 @@ from .journal import CommitRecord, check_accepted, committed_summary, read_commi
 from .upload_state import (
     AttemptManifest,
     abort_uploads,
+    list_if_present,
     load_attempt_manifest,
     manifest_statuses,
 )
@@ -162,7 +169,21 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
                         f"{seen[relative]} and {manifest.task_id}"
                     )
                 seen[relative] = manifest.task_id
+        self._refuse_files_under_files(seen)
         return chosen
+
+    def _refuse_files_under_files(self, claims: Mapping[str, str]) -> None:
+        """``ManifestError`` where one chosen file's path is a directory of another's (``a`` and ``a/b``): S3 would
+        hold both, and a rerun would find its own ``a/`` in the way of ``a``."""
+        for relative in sorted(claims):
+            parent = posixpath.dirname(relative)
+            while parent:
+                if parent in claims:
+                    raise ManifestError(
+                        f"{self.to_url(UploadPaths(self.paths).destination_path(parent))}: a file of task "
+                        f"{claims[parent]} and a directory of task {claims[relative]} (which writes {relative})"
+                    )
+                parent = posixpath.dirname(parent)
 
     @staticmethod
     def _accepts(accepted: Mapping[str, str], path: str) -> bool:
@@ -173,8 +194,18 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
     def _complete(self, uploads: list[tuple[str, PendingUpload]]) -> None:
         """Complete every upload on the job pool; each completion is retried inside its unit of work."""
 
+        in_the_way = self._directories_at(upload.path for _, upload in uploads)
+
         def complete(item: tuple[str, PendingUpload]) -> None:
             _, upload = item
+            if upload.path in in_the_way:
+                if not self.config.delete_target_files:
+                    raise OutputConflictError(
+                        f"s3://{upload.path}: a directory (objects below the key) is where this job's file goes; "
+                        "nothing was written (set mapreduce.manifest.committer.delete.target.files=true to replace it)"
+                    )
+                log.info("%s: deleting the directory s3://%s, which this job's file replaces", self.name, upload.path)
+                self.delete_dir(upload.path)
             try:
                 self.complete_upload(upload)
             except FileExistsError as error:
@@ -189,6 +220,20 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
             self.stats.increment(COMMITTER_COMMITS_COMPLETED)
 
         run_bounded(self.context.pool, uploads, complete, max_in_flight=self.context.max_in_flight)
+
+    def _directories_at(self, keys: Iterable[str]) -> set[str]:
+        """The ``keys`` where a directory is (objects below ``key/``): one listing per parent directory, on the
+        job pool, rather than one per file. This job's own completed objects (a rerun) are files, never in it."""
+        wanted = set(keys)
+        found: set[str] = set()
+        run_bounded(
+            self.context.pool,
+            sorted({posixpath.dirname(key) for key in wanted}),
+            lambda parent: [status.path for status in list_if_present(self, parent) if status.is_dir],
+            max_in_flight=self.context.max_in_flight,
+            on_result=lambda directories: found.update(wanted.intersection(directories)),
+        )
+        return found
 
     def _validate(self, uploads: list[tuple[str, PendingUpload]]) -> None:
         """Every completed object is in place with its recorded length, and is provably this job's."""

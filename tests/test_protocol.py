@@ -1,8 +1,10 @@
-"""The protocol end to end, on memory, local disk and the Azure and GCS emulators: what the destination holds."""
+"""The protocol end to end, on memory, local disk and the Azure and GCS emulators (upload on the S3 one): what the
+destination holds."""
 
 from __future__ import annotations
 
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +32,7 @@ from tests.fixtures.committing import (
     url_of,
     write,
 )
+from tests.fixtures.stores import protocol_cases
 
 ODD_NAMES = {
     "dt=2024-01-01/country=München/part 0%.csv": b"munich",
@@ -46,17 +49,27 @@ ODD_NAMES = {
 
 @pytest.fixture
 def destination(protocol_destination: str) -> str:
-    """This module runs on every store, the emulators included: it overrides the core-only ``destination``."""
+    """This module runs on every store, the emulators included: it overrides the core-only ``destination``; the
+    protocol-parametrized tests choose the store too (``protocol_cases``)."""
     return protocol_destination
 
 
-EVERY_PROTOCOL = pytest.mark.parametrize("protocol", ["manifest", "v1", "v2", "transactional"])
-PROTOCOLS_BUT_V2 = pytest.mark.parametrize("protocol", ["manifest", "v1", "transactional"])
+EVERY_PROTOCOL = protocol_cases("manifest", "v1", "v2", "transactional")
+"""Every protocol on every store it runs on: the rename protocols and transactional on all but S3, upload on S3."""
+PROTOCOLS_BUT_V2 = protocol_cases("manifest", "v1", "transactional")
 """Where v2's flaw (committed tasks' files in the destination at once, kept by abort) makes a test moot."""
-RENAMING_PROTOCOLS = pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])
-"""Where a test is about moving files to a name of the task's choosing: the transactional protocol writes each
-file in place under a name carrying its tid (so no file of a job ever lands on an existing one), refuses names
-readers skip (``_x``, ``.x``), and cannot rename; tests/test_transactional.py covers what it does instead."""
+LAST_COMMIT_WINS_PROTOCOLS = protocol_cases("manifest", "v1", "transactional", upload=False)
+"""Where a test is about a later task commit superseding an earlier one, and v2's flaw makes it moot: the upload
+protocol saves one manifest per attempt and, without ``accepted_attempts``, completes the first saved (S3's
+second-grained times tie to the smallest attempt id); tests/cloud/test_upload_protocol.py covers that."""
+RENAMING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", upload=False)
+"""Where a test is about moving files to a name of the task's choosing: the transactional and upload protocols
+write each file in place (transactional under a name carrying its tid, so no file of a job ever lands on an
+existing one), refuse names readers skip (``_x``, ``.x``), and cannot rename; tests/test_transactional.py and
+tests/cloud/test_upload_protocol.py cover what they do instead."""
+REPLACING_PROTOCOLS = protocol_cases("manifest", "v1", "v2")
+"""Where a test is about a job's file landing on something already in the destination: the rename protocols and
+upload (its complete with ``If-None-Match: *`` is its rename); transactional's tid names never land on one."""
 RECORDS = {"_committed_", "_started_"}
 
 
@@ -88,6 +101,27 @@ def test_multi_task_job_with_partitions_and_odd_names(destination: str, protocol
     decoded = {urllib.parse.unquote(url.split(committer.destination_url + "/", 1)[1]) for url in success.filenames}
     assert decoded == set(ODD_NAMES)
     assert "_temporary" not in tree(committer)
+
+
+@protocol_cases("transactional")
+def test_odd_names_written_in_place(destination: str, protocol: str) -> None:
+    """The in-place protocols refuse names readers skip (``_x``, ``.x``) when the file is opened; every other odd
+    name is committed as the task wrote it."""
+    committer = new_job(destination, protocol=protocol)
+    hidden = {name for name in ODD_NAMES if name.startswith(("_", "."))}
+    names = sorted(set(ODD_NAMES) - hidden)
+    first = {name: ODD_NAMES[name] for name in names[:4]}
+    task = run_task(committer, "task_00000", "attempt_00000_0", first, commit=False)
+    for name in sorted(hidden):
+        with pytest.raises(mc.CommitterError, match="readers skip"):
+            write(task, name, b"never")
+    committer.commit_task(task)
+    run_task(committer, "task_00001", "attempt_00001_0", {name: ODD_NAMES[name] for name in names[4:]})
+
+    success = committer.commit_job()
+
+    assert output(committer) == {name: ODD_NAMES[name] for name in names}
+    assert success.filenames == sorted(url_of(committer, name) for name in names)
 
 
 @RENAMING_PROTOCOLS
@@ -132,7 +166,7 @@ def test_retried_task_keeps_only_the_second_attempt(destination: str, protocol: 
 
 
 @pytest.mark.parametrize("order", ["first attempt, then second", "second attempt, then first"])
-@PROTOCOLS_BUT_V2
+@LAST_COMMIT_WINS_PROTOCOLS
 def test_task_committed_twice_keeps_only_the_last_committed_attempt(
     destination: str, protocol: str, order: str
 ) -> None:
@@ -265,27 +299,36 @@ def test_success_file_contents(destination: str, protocol: str) -> None:
     assert on_disk.timestamp == returned.timestamp
 
 
-@pytest.mark.parametrize("file_count", [100, 150])
+@pytest.mark.parametrize("file_count", [100, 101])
 @EVERY_PROTOCOL
 def test_success_lists_at_most_100_sorted_filenames(destination: str, protocol: str, file_count: int) -> None:
+    """At the limit and one past it. The three tasks run at once, as on executors: on S3 a file costs round trips
+    (marker, upload, record) that a serial writer would pay one after another."""
     committer = new_job(destination, protocol=protocol)
     names = [f"part-{index:05d}.csv" for index in range(file_count)]
-    for task_index in range(3):
-        run_task(
-            committer,
-            f"task_{task_index:05d}",
-            f"attempt_{task_index:05d}_0",
-            {f"t{task_index}/{name}": b"x" for name in names[task_index::3]},
-        )
+    with ThreadPoolExecutor(3) as executors:
+        tasks = [
+            executors.submit(
+                run_task,
+                committer,
+                f"task_{task_index:05d}",
+                f"attempt_{task_index:05d}_0",
+                {f"t{task_index}/{name}": b"x" for name in names[task_index::3]},
+            )
+            for task_index in range(3)
+        ]
+        for task in tasks:
+            task.result()
 
     success = committer.commit_job()
 
-    assert len(output(committer)) == file_count
+    committed = output(committer)
+    assert len(committed) == file_count
     assert counters(success)[COMMITTER_FILES_COMMITTED] == file_count
     assert len(success.filenames) == min(file_count, 100)
     assert success.filenames == sorted(success.filenames)
     assert len(set(success.filenames)) == len(success.filenames)
-    every = {url_of(committer, path) for path in output(committer)}
+    every = {url_of(committer, path) for path in committed}
     assert set(success.filenames) <= every
     if file_count <= 100:
         assert set(success.filenames) == every
@@ -485,7 +528,7 @@ def delete_target_config(delete: bool) -> mc.CommitterConfig:
     )
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1"])
+@protocol_cases("manifest", "v1")
 def test_existing_file_at_destination_is_a_conflict_without_delete_target_files(
     destination: str, protocol: str
 ) -> None:
@@ -501,7 +544,7 @@ def test_existing_file_at_destination_is_a_conflict_without_delete_target_files(
     assert "_SUCCESS" not in tree(committer)
 
 
-@RENAMING_PROTOCOLS
+@REPLACING_PROTOCOLS
 def test_existing_file_at_destination_is_replaced_with_delete_target_files(destination: str, protocol: str) -> None:
     committer = new_job(destination, config=delete_target_config(True), protocol=protocol)
     committer.store.write_bytes(committer.paths.dest + "/dt=1/part-0.csv", b"old data")
@@ -513,7 +556,7 @@ def test_existing_file_at_destination_is_replaced_with_delete_target_files(desti
     assert output(committer) == {"dt=1/part-0.csv": b"new", "dt=1/unrelated.csv": b"stays"}
 
 
-@pytest.mark.parametrize("protocol", ["manifest", "v1"])
+@protocol_cases("manifest", "v1")
 def test_directory_at_a_file_destination_is_a_conflict_without_delete_target_files(
     destination: str, protocol: str
 ) -> None:
@@ -529,7 +572,7 @@ def test_directory_at_a_file_destination_is_a_conflict_without_delete_target_fil
     assert output(committer) == {"dt=1/part-0.csv/inner.txt": b"inside"}, "never nested inside it (Hadoop's D5)"
 
 
-@RENAMING_PROTOCOLS
+@REPLACING_PROTOCOLS
 def test_directory_at_a_file_destination_is_replaced_with_delete_target_files(destination: str, protocol: str) -> None:
     committer = new_job(destination, config=delete_target_config(True), protocol=protocol)
     committer.store.write_bytes(committer.paths.dest + "/dt=1/part-0.csv/inner.txt", b"inside")
@@ -540,7 +583,7 @@ def test_directory_at_a_file_destination_is_replaced_with_delete_target_files(de
     assert output(committer) == {"dt=1/part-0.csv": b"new"}
 
 
-@RENAMING_PROTOCOLS
+@REPLACING_PROTOCOLS
 def test_replacing_a_directory_with_glob_characters_deletes_only_that_directory(
     destination: str, protocol: str
 ) -> None:

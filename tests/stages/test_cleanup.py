@@ -1,9 +1,14 @@
-"""CleanupStage: deletes this job's directory under _temporary, and only that."""
+"""CleanupStage: deletes this job's directory under _temporary, and only that.
+
+Every protocol with a ``_temporary`` state cleans up through it, the upload protocol too: these tests run on S3
+(moto) as well as on the stores of tests/stages/conftest.py.
+"""
 
 from __future__ import annotations
 
 import posixpath
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,6 +28,13 @@ from manifest_committer.statistic_names import JOB_STAGE_CLEANUP, OP_DELETE_DIR
 from manifest_committer.store import Fault, FaultInjectingStore, FileStatus
 from manifest_committer.success_data import SuccessData
 from tests.fixtures.stage_context import exists, fresh, make_context, set_up_job, task_ids, write_task_output
+from tests.fixtures.stores import ALL_STORES, S3_STORE, store_destination
+
+
+@pytest.fixture(params=[*ALL_STORES, S3_STORE])
+def destination(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Every store of the stage tests, and S3, where the upload protocol's job commit and abort clean up."""
+    yield from store_destination(request, tmp_path)
 
 
 def job_with_tasks(destination: str, job_id: str = "job_a", tasks: int = 3) -> StageContext:
@@ -84,7 +96,7 @@ def test_only_this_jobs_directory_is_deleted(destination: str) -> None:
     clean(context)
     assert not exists(context, context.paths.job_dir)
     assert exists(context, context.paths.temporary_dir), "_temporary is kept while another job uses it"
-    assert exists(other, other.paths.manifest_dir)
+    assert exists(other, other.paths.job_dir)
     assert exists(other, f"{other.paths.task_attempt_dir(task_ids(0)[1])}/part/f.csv")
     assert context.store.read_bytes(f"{context.paths.dest}/data.csv") == b"committed earlier"
 
@@ -100,7 +112,8 @@ def test_other_attempts_of_the_same_job_go_too(destination: str) -> None:
 def test_disabled_touches_nothing(destination: str) -> None:
     context = job_with_tasks(destination)
     assert clean(context, enabled=False) == CleanupResult(CleanupOutcome.DISABLED, 0)
-    assert exists(context, context.paths.manifest_dir)
+    # What the job wrote: on S3 an empty directory (``manifests/`` after setup) is nothing at all.
+    assert exists(context, f"{context.paths.task_attempt_dir(task_ids(0)[1])}/part/f.csv")
 
 
 def test_nothing_to_clean_up(destination: str) -> None:
