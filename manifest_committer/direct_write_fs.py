@@ -94,15 +94,15 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         prefix = self.work_path + "/"
         if not path.startswith(prefix):
             raise CommitterError(
-                f"{path}: a {self.protocol_name} task writes only below its work path {self.work_path} "
+                f"{path}: the {self.protocol_name} protocol: a task writes only below its work path {self.work_path} "
                 "(its files go straight to their final place)"
             )
         relative = path[len(prefix) :]
         segments = relative.split("/")
         if any(segment in ("", ".", "..") for segment in segments) or any(is_hidden(s) for s in segments):
             raise CommitterError(
-                f"{path}: a {self.protocol_name} data file path must not have empty, '.' or '..' segments, or names "
-                "starting with '_' or '.' (readers skip those)"
+                f"{path}: the {self.protocol_name} protocol: a data file path must not have empty, '.' or '..' "
+                "segments, or names starting with '_' or '.' (readers skip those)"
             )
         return relative
 
@@ -132,7 +132,9 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         if not _WRITE_MODES & set(mode):
             return self.target.open(self._final_path(relative), mode, block_size=block_size, **kwargs)
         if "a" in mode or "+" in mode:
-            raise CommitterError(f"{path}: a {self.protocol_name} task creates new files only (mode {mode!r})")
+            raise CommitterError(
+                f"{path}: the {self.protocol_name} protocol: a task creates new files only (mode {mode!r})"
+            )
         directory, name = posixpath.split(relative)
         final = posixpath.join(directory, self.final_name(name)) if directory else self.final_name(name)
         self.record_marker(final)  # durable before the file exists: rollback must find every file
@@ -195,11 +197,14 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         self._rm(path)
 
     def cp_file(self, path1: str, path2: str, **kwargs: Any) -> None:
-        raise CommitterError(f"{path1}: copying files is not supported by a {self.protocol_name} task's filesystem")
+        raise CommitterError(
+            f"{path1}: copying files is not supported by the {self.protocol_name} protocol's task filesystem"
+        )
 
     def mv(self, path1: str, path2: str, **kwargs: Any) -> None:
         raise CommitterError(
-            f"{path1}: a {self.protocol_name} task cannot rename its files (they are written to their final place)"
+            f"{path1}: the {self.protocol_name} protocol: a task cannot rename its files (they are written to their "
+            "final place)"
         )
 
 
