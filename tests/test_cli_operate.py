@@ -186,7 +186,7 @@ def test_status_json_has_a_stable_schema(tmp_path: Path, capsys: pytest.CaptureF
         "accepted": {"task_00000": "attempt_00000_0", "task_00001": "attempt_00001_0"},
         "files": 4,
         "files_renamed": 3,
-        "units": 4,
+        "units": 2,
         "units_in_doubt": 0,
         "runs": 1,
         "finished": False,
