@@ -14,9 +14,12 @@ import manifest_committer as mc
 from manifest_committer.errors import ConfigError
 from manifest_committer.statistic_names import COMMITTER_FILES_COMMITTED, STORE_IO_RATE_LIMITED
 from manifest_committer.store import StoreOperations, open_store
-from manifest_committer.store.faults import OPERATIONS
+from manifest_committer.store.faults import OPERATIONS, UPLOAD_OPERATIONS
+from manifest_committer.store.pending_upload import open_pending_upload
 from manifest_committer.store.rate_limit import RateLimitedStore, TokenBucket
+from manifest_committer.store.s3 import open_s3_store
 from tests.fixtures.committing import FAST, output, run_task
+from tests.fixtures.emulators import Emulator
 from tests.fixtures.stores import clear_memory_filesystem
 
 RATE_KEY = "mapreduce.manifest.committer.io.rate"
@@ -139,7 +142,7 @@ def test_every_store_operation_takes_a_token(memory_destination: str) -> None:
         "remove_empty_dir": lambda: store.remove_empty_dir(root + "/d"),
         "delete_dir": lambda: store.delete_dir(root + "/d"),
     }
-    assert set(calls) == set(OPERATIONS)
+    assert set(calls) == set(OPERATIONS) - set(UPLOAD_OPERATIONS)
     for count, call in enumerate(calls.values(), start=1):
         call()
         assert len(waits) == count
@@ -148,6 +151,30 @@ def test_every_store_operation_takes_a_token(memory_destination: str) -> None:
     assert store.from_url(store.to_url(root + "/x")) == root + "/x"
     assert store.capabilities == inner.capabilities
     assert len(waits) == len(calls)
+
+
+@pytest.mark.s3
+def test_every_upload_operation_takes_a_token(s3_bucket: str, moto_s3: Emulator) -> None:
+    """The upload protocol's S3 calls are paced by ``io.rate`` like every other store call."""
+    inner, root = open_s3_store(f"s3://{s3_bucket}/out", moto_s3.storage_options)
+    waits: list[float] = []
+    store = RateLimitedStore(inner, TokenBucket(1000, burst=1000), waits.append)
+    with open_pending_upload(inner.data_fs, root + "/a") as writer:
+        writer.write(b"a")
+    with open_pending_upload(inner.data_fs, root + "/b") as other:
+        other.write(b"b")
+    calls: dict[str, Callable[[], object]] = {
+        "put_if_absent": lambda: store.put_if_absent(root + "/c", b"c"),
+        "list_uploads": lambda: store.list_uploads(root + "/"),
+        "complete_upload": lambda: store.complete_upload(writer.pending),
+        "holds": lambda: store.holds(writer.pending),
+        "abort_upload": lambda: store.abort_upload(other.path, other.pending.upload_id or ""),
+    }
+    assert set(calls) == set(UPLOAD_OPERATIONS)
+    for count, call in enumerate(calls.values(), start=1):
+        call()
+        assert len(waits) == count
+    assert inner.read_bytes(root + "/a") == b"a" and inner.list_uploads(root + "/") == []
 
 
 # --- configuration ------------------------------------------------------------------------------------------------

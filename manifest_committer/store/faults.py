@@ -17,6 +17,8 @@ from typing import Any, Literal
 from .operations import StoreOperations
 from .wrapping import WrappingStore
 
+UPLOAD_OPERATIONS = ("put_if_absent", "complete_upload", "holds", "abort_upload", "list_uploads")
+"""The upload protocol's S3 calls (``store/s3.py``); only an S3 store answers them."""
 OPERATIONS = (
     "info",
     "list_dir",
@@ -29,12 +31,7 @@ OPERATIONS = (
     "read_bytes",
     "write_bytes",
     "copy_file",
-    # The upload protocol's S3 calls (``store/s3.py``).
-    "put_if_absent",
-    "complete_upload",
-    "holds",
-    "abort_upload",
-    "list_uploads",
+    *UPLOAD_OPERATIONS,
 )
 
 
