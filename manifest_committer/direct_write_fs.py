@@ -16,7 +16,7 @@ import logging
 import posixpath
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from fsspec.spec import AbstractFileSystem
 
@@ -25,31 +25,45 @@ from .transactions import data_file_name, is_hidden
 
 log = logging.getLogger(__name__)
 
-_WRITE_MODES = frozenset("wax+")
+WRITE_MODES = frozenset("wax+")
+V = TypeVar("V")
 
 
-class AttemptFiles:
-    """The files one task attempt opened for writing: task-side relative path -> destination-relative path."""
+class AttemptRegister(Generic[V]):
+    """What one task attempt wrote in this process, by task-side relative path; safe across the task's threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._files: dict[str, str] = {}
+        self._entries: dict[str, V] = {}
 
-    def add(self, relative: str, final: str) -> None:
+    def add(self, relative: str, value: V) -> None:
         with self._lock:
-            self._files[relative] = final
+            self._entries[relative] = value
+
+    def pop(self, relative: str) -> V | None:
+        with self._lock:
+            return self._entries.pop(relative, None)
 
     def remove(self, relative: str) -> None:
-        with self._lock:
-            self._files.pop(relative, None)
+        self.pop(relative)
 
-    def get(self, relative: str) -> str | None:
+    def get(self, relative: str) -> V | None:
         with self._lock:
-            return self._files.get(relative)
+            return self._entries.get(relative)
 
-    def items(self) -> list[tuple[str, str]]:
+    def items(self) -> list[tuple[str, V]]:
         with self._lock:
-            return sorted(self._files.items())
+            return sorted(self._entries.items())
+
+    def clear(self) -> list[tuple[str, V]]:
+        with self._lock:
+            items = sorted(self._entries.items())
+            self._entries.clear()
+            return items
+
+
+AttemptFiles = AttemptRegister[str]
+"""The files one task attempt opened for writing: task-side relative path -> destination-relative path."""
 
 
 class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec is untyped
@@ -129,7 +143,7 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         **kwargs: Any,
     ) -> Any:
         relative = self.relative(path)
-        if not _WRITE_MODES & set(mode):
+        if not WRITE_MODES & set(mode):
             return self.target.open(self._final_path(relative), mode, block_size=block_size, **kwargs)
         if "a" in mode or "+" in mode:
             raise CommitterError(

@@ -17,47 +17,17 @@ from __future__ import annotations
 
 import logging
 import posixpath
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from .direct_write_fs import AttemptFiles, DirectWriteFileSystem
+from .direct_write_fs import WRITE_MODES, AttemptFiles, AttemptRegister, DirectWriteFileSystem
 from .errors import CommitterError
 from .store.pending_upload import PendingUpload, PendingUploadWriter
 
 log = logging.getLogger(__name__)
 
-_WRITE_MODES = frozenset("wax+")
-
-
-class AttemptUploads:
-    """The closed files of one task attempt in this process: task-side relative path -> ``PendingUpload``."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._uploads: dict[str, PendingUpload] = {}
-
-    def add(self, relative: str, upload: PendingUpload) -> None:
-        with self._lock:
-            self._uploads[relative] = upload
-
-    def pop(self, relative: str) -> PendingUpload | None:
-        with self._lock:
-            return self._uploads.pop(relative, None)
-
-    def get(self, relative: str) -> PendingUpload | None:
-        with self._lock:
-            return self._uploads.get(relative)
-
-    def items(self) -> list[tuple[str, PendingUpload]]:
-        with self._lock:
-            return sorted(self._uploads.items())
-
-    def clear(self) -> list[tuple[str, PendingUpload]]:
-        with self._lock:
-            items = sorted(self._uploads.items())
-            self._uploads.clear()
-            return items
+AttemptUploads = AttemptRegister[PendingUpload]
+"""The closed files of one task attempt in this process: task-side relative path -> ``PendingUpload``."""
 
 
 class RecordingWriter(PendingUploadWriter):
@@ -124,7 +94,7 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
         **kwargs: Any,
     ) -> Any:
         relative = self.relative(path)
-        if not _WRITE_MODES & set(mode):
+        if not WRITE_MODES & set(mode):
             raise CommitterError(
                 f"{path}: an upload task cannot read its files back before job commit (they are incomplete uploads)"
             )
