@@ -1,0 +1,41 @@
+"""The latency benchmark's indexed memory store answers as ``memory://`` does: a wrong index would falsify the
+benchmark's numbers (a probe answering "absent" skips work), so it is checked against the filesystem itself."""
+
+from __future__ import annotations
+
+import uuid
+
+import fsspec
+import pytest
+
+from benchmarks.bench_cloud_commit import IndexedMemoryStore
+
+
+@pytest.fixture
+def store() -> IndexedMemoryStore:
+    return IndexedMemoryStore(fsspec.filesystem("memory"))
+
+
+def test_probes_renames_and_deletes_agree_with_the_filesystem(store: IndexedMemoryStore) -> None:
+    root = f"/indexed-{uuid.uuid4().hex[:8]}"
+    store.fs.pipe_file(f"{root}/job/task1/a/f1", b"1")  # written past the store: the index is rebuilt
+    store.write_bytes(f"{root}/job/task2/f2", b"22")
+    store.mkdirs(f"{root}/out/p=1")
+    directory, file = store.info(f"{root}/job/task1/a"), store.info(f"{root}/job/task2/f2")
+    assert directory is not None and directory.is_dir
+    assert file is not None and file.size == 2
+
+    store.rename_file(f"{root}/job/task2/f2", f"{root}/out/p=1/f2")
+    with pytest.raises(FileExistsError):
+        store.rename_file(f"{root}/job/task1/a/f1", f"{root}/out/p=1/f2")
+    with pytest.raises(FileNotFoundError):
+        store.rename_file(f"{root}/job/task2/f2", f"{root}/out/f3")
+
+    assert store.delete_dir(f"{root}/job")
+    assert store.info(f"{root}/job") is None and store.info(f"{root}/job/task1/a/f1") is None
+    assert not [key for key in store.fs.store if key.startswith(f"{root}/job")]
+    assert store.fs.cat_file(f"{root}/out/p=1/f2") == b"22"  # outside the subtree: untouched
+    assert store.info(f"{root}/out/p=1") is not None
+    assert not store.delete_dir(f"{root}/job")
+    assert store.delete_file(f"{root}/out/p=1/f2") and store.info(f"{root}/out/p=1/f2") is None
+    assert store.info(f"{root}/out/p=1") is not None  # a deleted file's directory stays
