@@ -250,6 +250,45 @@ def test_an_existing_object_is_a_conflict_unless_delete_target_files(
     assert objects(store, s3_bucket)["table/a.csv"] == b"ours"
 
 
+def test_two_jobs_into_one_destination_keep_each_others_pending_uploads(
+    dest: str, s3_bucket: str, store: S3Store
+) -> None:
+    """Job A commits (and cleans up) while job B's tasks hold pending uploads, one at a key both jobs write: A's
+    cleanup aborts none of B's uploads; B's own file then lands, and its claim on A's key is a conflict that
+    overwrites nothing."""
+    with committer(dest, "job-a") as job_a, committer(dest, "job-b") as job_b:
+        job_a.setup_job()
+        job_b.setup_job()
+        write(job_a.setup_task("task_0", "attempt_0_0"), {"a.csv": b"a", "same.csv": b"from a"})
+        write(job_b.setup_task("task_0", "attempt_0_0"), {"b.csv": b"b", "same.csv": b"from b"})
+        job_a.commit_task(job_a.task_attempt("task_0", "attempt_0_0"))
+        job_b.commit_task(job_b.task_attempt("task_0", "attempt_0_0"))
+        b_uploads = uploads(store, s3_bucket)
+        assert len(b_uploads) == 4
+
+        job_a.commit_job()
+        store.fs.invalidate_cache()
+        assert objects(store, s3_bucket) == {
+            "table/_SUCCESS": store.fs.cat_file(f"{s3_bucket}/table/_SUCCESS"),
+            "table/a.csv": b"a",
+            "table/same.csv": b"from a",
+        }
+        left = uploads(store, s3_bucket)
+        assert sorted(key for key, _ in left) == ["table/b.csv", "table/same.csv"], "B's uploads survived A's commit"
+        assert set(left) <= set(b_uploads)
+        assert store.fs.find(f"{s3_bucket}/table/_temporary/job-b"), "B's state survived A's cleanup"
+
+        with pytest.raises(mc.OutputConflictError, match=r"table/same.csv"):
+            job_b.commit_job()
+        store.fs.invalidate_cache()
+        assert objects(store, s3_bucket)["table/same.csv"] == b"from a", "nothing overwritten"
+        job_b.abort_job()
+    store.fs.invalidate_cache()
+    assert uploads(store, s3_bucket) == []
+    assert "table/b.csv" not in objects(store, s3_bucket), "the aborted job's partial commit was reverted"
+    assert store.fs.find(f"{s3_bucket}/table/_temporary") == []
+
+
 # --- crashes and throttling -----------------------------------------------------------------------------------------
 
 CRASH_POINTS = [
