@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from ..errors import JobStateError, OutputConflictError
@@ -21,7 +22,8 @@ class UploadSetupJobStage(Stage[UploadSetupJobArguments, None]):
     Precondition: the destination is not a file, and this job attempt was never set up. Postcondition: tasks
     may write (markers under ``markers/``, records under ``pending/``); ``protocol`` tells status, the command
     line and rollback that this is an upload job, and a task commit that its job is live (object stores have no
-    empty directories to say so).
+    empty directories to say so). Its second line is a token of this call: a conditional PUT that took effect but
+    whose answer was lost is retried and finds the file, and only the token tells "ours" from "set up before".
     """
 
     name = JOB_STAGE_SETUP
@@ -31,9 +33,12 @@ class UploadSetupJobStage(Stage[UploadSetupJobArguments, None]):
         dest = self.info(self.paths.dest)
         if dest is not None and not dest.is_dir:
             raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
+        sign = f"{UPLOAD_PROTOCOL}\n{uuid.uuid4().hex}\n".encode()
         try:
-            self.put_if_absent(layout.protocol_file, UPLOAD_PROTOCOL.encode() + b"\n")
+            self.put_if_absent(layout.protocol_file, sign)
         except FileExistsError:
+            if self.read_bytes_if_present(layout.protocol_file) == sign:
+                return  # our own write, whose answer was lost: the retry found it
             raise JobStateError(
                 f"{self.to_url(self.paths.job_attempt_dir)}: job {self.paths.job_id} attempt "
                 f"{self.paths.job_attempt} was already set up; use a new job id or attempt number"

@@ -380,6 +380,27 @@ def test_a_throttling_storm_during_completion_is_ridden_out_by_the_retry_policy(
     assert uploads(store, s3_bucket) == []
 
 
+def test_a_setup_whose_answer_was_lost_is_retried_and_finds_its_own_sign(
+    dest: str, s3_bucket: str, store: S3Store
+) -> None:
+    lost = Fault("put_if_absent", "/protocol", "after", s3_error("InternalError", 500))
+    wrapped: list[FaultInjectingStore] = []
+
+    def wrap(inner: StoreOperations) -> StoreOperations:
+        wrapped.append(FaultInjectingStore(inner, [lost]))
+        return wrapped[0]
+
+    with committer(dest, store_wrapper=wrap) as job:
+        job.setup_job()  # the retry's 412 is our own write
+        assert wrapped[0].injected["put_if_absent"] == 1
+        with committer(dest) as again, pytest.raises(mc.JobStateError, match="already set up"):
+            again.setup_job()  # a second setup of the same job attempt still is one
+        write(job.setup_task("task_0", "attempt_0_0"), {"a.csv": b"a"})
+        job.commit_task(job.task_attempt("task_0", "attempt_0_0"))
+        job.commit_job()
+    assert objects(store, s3_bucket)["table/a.csv"] == b"a"
+
+
 def test_rollback_of_a_dead_upload_job_leaves_no_incomplete_upload(dest: str, s3_bucket: str, store: S3Store) -> None:
     driver = committer(dest, config=BATCHED)
     driver.setup_job()
