@@ -17,17 +17,14 @@ leaves a job that ``mc.rollback`` recognises as dead.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 
-from .committer import CommitterBase, TaskAttempt
-from .direct_write_fs import AttemptFiles, DirectWriteFileSystem, final_name_function
+from .committer import TaskAttempt
+from .direct_write_fs import DirectWriteFileSystem, final_name_function
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
-from .markers import MarkerPaths, MarkerServer
-from .markers.driver import JobMarkers, check_marker_type
+from .marker_committer import MarkerProtocolCommitter
 from .paths import check_id
 from .readers import committed_files
 from .stages.transactional_abort_job import (
@@ -50,32 +47,16 @@ from .transactions import transaction_id
 log = logging.getLogger(__name__)
 
 
-class TransactionalCommitter(CommitterBase):
-    """The ``transactional`` protocol on the shared seam; see the module."""
+class TransactionalCommitter(MarkerProtocolCommitter[str]):
+    """The ``transactional`` protocol on the shared seam; see the module. Its register maps each file the
+    attempt opened (task-side relative path) to its destination-relative path."""
 
     protocol = "transactional"
     committer_name = "transactional"
-    task_writes_in_place = True
-    job_hosts_marker_server = True
 
     def _init_protocol(self) -> None:
-        check_marker_type(self.config, self.destination_url)
+        super()._init_protocol()
         self.tid = transaction_id(self.paths.job_id)
-        self._lock = threading.Lock()
-        self._attempt_files: dict[str, AttemptFiles] = {}
-        self._markers = JobMarkers(self._store, self.marker_paths, self.config, self._retry_for)
-
-    @property
-    def marker_paths(self) -> MarkerPaths:
-        return MarkerPaths(self.paths)
-
-    @property
-    def marker_server(self) -> MarkerServer | None:
-        """The marker server this committer runs (batched markers, after ``setup_job``), else ``None``."""
-        return self._markers.server
-
-    def task_work_path(self, attempt_id: str) -> str:
-        return self.paths.task_attempt_dir(attempt_id)
 
     def job_is_live(self) -> bool:
         status = self._store.info(self.paths.manifest_dir)
@@ -151,10 +132,6 @@ class TransactionalCommitter(CommitterBase):
             TransactionalAbortJobArguments(dry_run=True)
         )
 
-    def close(self) -> None:
-        self._markers.close()
-        super().close()
-
     # --- tasks ----------------------------------------------------------------------------------------------------
 
     def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
@@ -162,8 +139,7 @@ class TransactionalCommitter(CommitterBase):
         check_id("task id", task_id)
         check_id("task attempt id", attempt_id)
         work_path = self.task_work_path(attempt_id)
-        with self._lock:
-            files = self._attempt_files.setdefault(attempt_id, AttemptFiles())
+        files = self._register(attempt_id)
         client = self._markers.client(attempt_id)
         fs = DirectWriteFileSystem(
             self._store.data_fs,
@@ -176,28 +152,13 @@ class TransactionalCommitter(CommitterBase):
         )
         return TaskAttempt(task_id, attempt_id, work_path, fs, self._store.to_url(work_path))
 
-    def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
-        """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (``JobMarkers.keep_alive``)."""
-        return self._markers.keep_alive(attempt_id)
-
-    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """Nothing to create: the attempt's files go to the destination, its markers to the job's state."""
-        return self.task_attempt(task_id, attempt_id)
-
-    def _written(self, attempt_id: str) -> list[tuple[str, str]] | None:
-        """What the attempt opened through this committer, or ``None`` if it wrote through another one."""
-        with self._lock:
-            files = self._attempt_files.get(attempt_id)
-        written = files.items() if files is not None else []
-        return written or None
-
     def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
         """Save a manifest naming the attempt's files, which are in the destination already.
 
         ``outputs`` selects files (paths relative to ``work_path``, each mapped to itself: nothing is renamed).
         An attempt that wrote through another committer object (another process) is found through its markers.
         """
-        written = self._written(task.attempt_id)
+        written = self._registered(task.attempt_id)
         if written is None and outputs is not None and not outputs:
             written = []  # declared empty: nothing to look for
         try:
@@ -212,7 +173,6 @@ class TransactionalCommitter(CommitterBase):
     def abort_task(self, task: TaskAttempt) -> None:
         """Delete the attempt's files from the destination (its markers stay, for the job commit to check)."""
         TransactionalAbortTaskStage(self._task_context(task.attempt_id)).apply(
-            TransactionalAbortTaskArguments(task.attempt_id, self._written(task.attempt_id))
+            TransactionalAbortTaskArguments(task.attempt_id, self._registered(task.attempt_id))
         )
-        with self._lock:
-            self._attempt_files.pop(task.attempt_id, None)
+        self._forget(task.attempt_id)

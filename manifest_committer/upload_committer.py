@@ -17,18 +17,15 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 import time
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from typing import Any
 
-from .committer import CommitterBase, TaskAttempt
+from .committer import TaskAttempt
 from .errors import ManifestError, UnsupportedStoreError
 from .iostatistics import StatisticsStore
 from .manifest import TaskManifest
-from .markers import MarkerPaths, MarkerServer
-from .markers.driver import JobMarkers, check_marker_type
+from .marker_committer import MarkerProtocolCommitter
 from .paths import check_id
 from .stages.upload_abort_job import UploadAbortJobArguments, UploadAbortJobResult, UploadAbortJobStage
 from .stages.upload_abort_task import UploadAbortTaskArguments, UploadAbortTaskStage
@@ -41,26 +38,22 @@ from .store.factory import S3_PROTOCOLS, _protocol_of
 from .store.pending_upload import PendingUpload
 from .store.s3 import UploadStore, open_s3_store
 from .success_data import SuccessData
-from .upload_write_fs import AttemptUploads, UploadWriteFileSystem
+from .upload_write_fs import UploadWriteFileSystem
 from .uploads import PendingRecord, UploadPaths
 
 log = logging.getLogger(__name__)
 
 
-class UploadCommitter(CommitterBase):
-    """The ``upload`` protocol on the shared seam; see the module. S3 (``s3://``, ``s3a://``) only."""
+class UploadCommitter(MarkerProtocolCommitter[PendingUpload]):
+    """The ``upload`` protocol on the shared seam; see the module. S3 (``s3://``, ``s3a://``) only. Its register
+    maps each file the attempt closed (task-side relative path) to its pending upload."""
 
     protocol = "upload"
     committer_name = "upload"
-    task_writes_in_place = True
-    job_hosts_marker_server = True
 
     def _init_protocol(self) -> None:
-        check_marker_type(self.config, self.destination_url)
+        super()._init_protocol()
         self.layout = UploadPaths(self.paths)
-        self._lock = threading.Lock()
-        self._attempt_uploads: dict[str, AttemptUploads] = {}
-        self._markers = JobMarkers(self._store, MarkerPaths(self.paths), self.config, self._retry_for)
 
     @classmethod
     def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
@@ -70,14 +63,6 @@ class UploadCommitter(CommitterBase):
                 "S3 multipart uploads; use protocol 'manifest' (or 'auto') on other stores"
             )
         return open_s3_store(destination, storage_options)
-
-    @property
-    def marker_server(self) -> MarkerServer | None:
-        """The marker server this committer runs (batched markers, after ``setup_job``), else ``None``."""
-        return self._markers.server
-
-    def task_work_path(self, attempt_id: str) -> str:
-        return self.paths.task_attempt_dir(attempt_id)
 
     def job_is_live(self) -> bool:
         """Set up (its ``protocol`` sign in place) and not yet committed."""
@@ -143,10 +128,6 @@ class UploadCommitter(CommitterBase):
                 UploadAbortJobArguments(dry_run=True)
             )
 
-    def close(self) -> None:
-        self._markers.close()
-        super().close()
-
     # --- tasks ----------------------------------------------------------------------------------------------------
 
     def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
@@ -154,8 +135,7 @@ class UploadCommitter(CommitterBase):
         check_id("task id", task_id)
         check_id("task attempt id", attempt_id)
         work_path = self.task_work_path(attempt_id)
-        with self._lock:
-            uploads = self._attempt_uploads.setdefault(attempt_id, AttemptUploads())
+        uploads = self._register(attempt_id)
         fs = UploadWriteFileSystem(
             self._store.data_fs,
             work_path=work_path,
@@ -195,28 +175,13 @@ class UploadCommitter(CommitterBase):
         path = self.layout.record_path(attempt_id, pending.token or pending.key)
         retry.call(lambda: self._store.delete_file(path), f"delete {path}")
 
-    def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
-        """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (``JobMarkers.keep_alive``)."""
-        return self._markers.keep_alive(attempt_id)
-
-    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """Nothing to create: the attempt's files go to their final keys, its records to the job's state."""
-        return self.task_attempt(task_id, attempt_id)
-
-    def _closed(self, attempt_id: str) -> list[tuple[str, PendingUpload]] | None:
-        """The attempt's closed files in this process, or ``None`` if it wrote through another committer."""
-        with self._lock:
-            uploads = self._attempt_uploads.get(attempt_id)
-        items = uploads.items() if uploads is not None else []
-        return items or None
-
     def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
         """Save the attempt's manifest with its pending uploads; nothing becomes visible until job commit.
 
         ``outputs`` selects files (paths relative to ``work_path``, each mapped to itself: nothing is renamed).
         An attempt that wrote through another committer object (another process) is found through its records.
         """
-        uploads = self._closed(task.attempt_id)
+        uploads = self._registered(task.attempt_id)
         try:
             result = UploadCommitTaskStage(self._task_context(task.attempt_id)).apply(
                 UploadCommitTaskArguments(task.task_id, task.attempt_id, uploads, outputs)
@@ -228,8 +193,7 @@ class UploadCommitter(CommitterBase):
 
     def abort_task(self, task: TaskAttempt) -> None:
         """Abort the attempt's uploads (by id: never another attempt's at the same key); forget its manifest."""
-        with self._lock:
-            uploads = self._attempt_uploads.pop(task.attempt_id, None)
+        uploads = self._forget(task.attempt_id)
         closed = [upload for _, upload in uploads.clear()] if uploads is not None else None
         UploadAbortTaskStage(self._task_context(task.attempt_id)).apply(
             UploadAbortTaskArguments(task.attempt_id, closed)

@@ -13,34 +13,21 @@ import contextlib
 import functools
 import re
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import manifest_committer as mc
 from manifest_committer.committer import CommitterBase
 from manifest_committer.paths import TRASH_DIR
-from manifest_committer.store import StoreOperations
-from manifest_committer.store.faults import Fault, FaultInjectingStore
-from tests.fixtures.committing import FAST, FaultCapture, output, run_task, success_file, tree
+from manifest_committer.store.faults import Fault
+from tests.fixtures.committing import FAST, FaultCapture, StepRecorder, output, run_task, success_file, tree
 
 PROTOCOLS = ("manifest", "v1", "v2")
 LOCAL_ONLY_STEPS = ("remove_empty_dir", "rename_dir", "mkdirs")
 """Steps of stores with real directories (and the trash): the SIGKILL tests cover them on local disk."""
 ACCEPTED = {"task_0_a": "attempt_0_a", "task_1_b": "attempt_1_b"}
 EXPECTED = {"dt=0/kept.csv": b"earlier", "dt=1/part-0.csv": b"winner 0", "dt=2/part-1.csv": b"w1", "x.csv": b"x"}
-
-
-class _Recorder(FaultInjectingStore):
-    def __init__(self, inner: StoreOperations, steps: list[tuple[str, str]]) -> None:
-        super().__init__(inner)
-        self.steps = steps
-
-    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
-        self.steps.append((operation, path))
-        return super().around(operation, path, call)
 
 
 def _scenario(destination: str, protocol: str) -> dict[str, bytes | None]:
@@ -65,7 +52,7 @@ def commit_steps(protocol: str) -> list[tuple[str, str]]:
         destination = str(Path(directory) / "out")
         _scenario(destination, protocol)
         calls: list[tuple[str, str]] = []
-        wrapper = functools.partial(_Recorder, steps=calls)
+        wrapper = functools.partial(StepRecorder, steps=calls)
         with mc.create_committer(destination, "job-1", protocol, config=FAST, store_wrapper=wrapper) as committer:
             committer.commit_job(ACCEPTED)
     steps: dict[tuple[str, str], tuple[str, str]] = {}

@@ -32,7 +32,7 @@ from manifest_committer.transactions import (
     parse_data_file_name,
     transaction_id,
 )
-from tests.fixtures.committing import FAST, FaultCapture, run_task, success_file, tree, write
+from tests.fixtures.committing import FAST, FaultCapture, StepRecorder, run_task, success_file, tree, write
 from tests.fixtures.stores import CORE_STORES, store_destination
 
 MARKER_TYPES = pytest.mark.parametrize("markers", ["batched", "direct"])
@@ -662,18 +662,6 @@ def test_a_rerun_finishes_with_the_attempts_the_killed_commit_began_with(
 # --- a crash at every step of the job commit, on every store ------------------------------------------------------
 
 
-class _Recorder(FaultInjectingStore):
-    """Records every store call (operation, path) of the committer it wraps."""
-
-    def __init__(self, inner: StoreOperations, steps: list[tuple[str, str]]) -> None:
-        super().__init__(inner)
-        self.steps = steps
-
-    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
-        self.steps.append((operation, path))
-        return super().around(operation, path, call)
-
-
 def _crash_scenario(destination: str, committers: list[TransactionalCommitter]) -> TransactionalCommitter:
     """An earlier committed job, then a job with a winner, a speculative loser and a failed attempt per task."""
     earlier = new_job(destination, committers, job_id="job-0")
@@ -703,7 +691,7 @@ def _steps_of_a_commit(tmp_path: Path) -> list[tuple[str, str]]:
         _crash_scenario(destination, built)
         calls: list[tuple[str, str]] = []
         with TransactionalCommitter(
-            destination, "job-1", config=FAST, store_wrapper=lambda inner: _Recorder(inner, calls)
+            destination, "job-1", config=FAST, store_wrapper=lambda inner: StepRecorder(inner, calls)
         ) as committer:
             committer.commit_job(ACCEPTED)
     finally:
