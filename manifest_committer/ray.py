@@ -4,7 +4,8 @@ Ray Data's file sinks write straight to the final paths, and overwrite deletes t
 ones are written (ray-project/ray#55043, #54949). ``Datasink`` is Ray's own extension point: on the driver
 ``on_write_start`` sets the job up, every write task (``write``) is a task attempt of the committer with ids
 unique to the attempt (a retry under ``max_retries`` is another attempt), whose blocks pyarrow's ``write_dataset``
-writes into the attempt directory, and returns its result through Ray, and
+writes into the attempt directory (blocks of different schemas unified first, as ``writing.job.tables_writer`` says),
+and returns its result through Ray, and
 ``on_write_complete`` commits exactly the attempts in ``WriteResult.write_returns``; ``on_write_failed`` aborts
 the job, leaving the destination as it was.
 """
@@ -12,12 +13,21 @@ the job, leaving the destination as it was.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import ConfigError
 from .success_data import SuccessData
-from .writing.job import TaskResult, WriteJob, abort_write, begin, commit_write, destination_holds_data, run_task
+from .writing.job import (
+    TaskResult,
+    WriteJob,
+    abort_write,
+    begin,
+    commit_write,
+    destination_holds_data,
+    run_task,
+    tables_writer,
+)
 from .writing.modes import SaveMode
 
 try:
@@ -30,12 +40,12 @@ log = logging.getLogger(__name__)
 __all__ = ["Datasink", "write"]
 
 
-def _batches(blocks: Iterable[Any]) -> Iterator[Any]:
-    """The Arrow record batches of a write task's blocks (Arrow tables or pandas frames)."""
+def _tables(blocks: Iterable[Any]) -> list[Any]:
+    """A write task's blocks (Arrow tables or pandas frames) as Arrow tables, whose schemas may differ: Ray
+    bundles blocks of different producers into one task (``min_rows_per_write``, say)."""
     from ray.data.block import BlockAccessor
 
-    for block in blocks:
-        yield from BlockAccessor.for_block(block).to_arrow().to_batches()
+    return [BlockAccessor.for_block(block).to_arrow() for block in blocks]
 
 
 class Datasink(_RayDatasink[TaskResult]):
@@ -82,7 +92,7 @@ class Datasink(_RayDatasink[TaskResult]):
 
     def write(self, blocks: Iterable[Any], ctx: Any) -> TaskResult:
         """In a write task: one task attempt of the committer, its result goes back to the driver through Ray."""
-        return run_task(self.job, int(ctx.task_idx), _batches(blocks))
+        return run_task(self.job, int(ctx.task_idx), write=tables_writer(_tables(blocks)))
 
     def on_write_complete(self, write_result: Any) -> None:
         """On the driver: commit exactly the attempts Ray delivered (``WriteResult.write_returns``)."""

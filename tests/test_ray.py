@@ -2,25 +2,24 @@
 ``max_retries``, a task that fails on every attempt, a worker killed in the middle of a write, overwrite during a
 failure; read back with Ray and pyarrow.
 
-Failures are injected by a ``Datasink`` subclass whose write task fails after its first block was written.
+Failures are injected by a ``Datasink`` subclass (``tests.fixtures.ray_sinks.FlakySink``) whose write task fails
+once pyarrow has written its files.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import cloudpickle
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import ray
 
 import manifest_committer.ray as mcr
 from manifest_committer.errors import ConfigError
-from manifest_committer.writing import TaskResult
 from tests.fixtures.emulators import Emulator
+from tests.fixtures.ray_sinks import BundlingSink, FlakySink
 from tests.fixtures.writing import (
     NASTY_COLUMNS,
     NASTY_DIRECTORIES,
@@ -33,60 +32,16 @@ from tests.fixtures.writing import (
     read_rows,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_cluster")]
 
-REPO = Path(__file__).resolve().parent.parent
 ROWS = sorted([(f"d{i % 3}", i) for i in range(40)], key=repr)
 COLUMNS = ["dt", "x"]
 TASKS = 4
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cluster() -> Iterator[None]:
-    """One local Ray cluster for the module; its workers import this checkout's package."""
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}},
-    )
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
-    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-
-
 def dataset() -> Any:
     items = [{"dt": f"d{i % 3}", "x": i} for i in range(40)]
     return ray.data.from_items(items).repartition(TASKS)
-
-
-class FlakySink(mcr.Datasink):
-    """A Datasink whose write task ``task`` fails after its first block: ``once`` (a marker file remembers),
-    ``always``, or ``kill`` (the worker process exits, once)."""
-
-    def __init__(self, url: str, marker_dir: Path, task: int, how: str, **arguments: Any) -> None:
-        super().__init__(url, **arguments)
-        self.marker = str(marker_dir / f"failed-{task}")
-        self.task = task
-        self.how = how
-
-    def _blocks(self, blocks: Iterable[Any]) -> Iterator[Any]:
-        for count, block in enumerate(blocks):
-            if count or (Path(self.marker).exists() and self.how != "always"):
-                yield block
-                continue
-            yield block
-            Path(self.marker).touch()
-            if self.how == "kill":
-                os._exit(1)
-            raise OSError(f"injected failure in write task {self.task}")
-
-    def write(self, blocks: Iterable[Any], ctx: Any) -> TaskResult:
-        if int(ctx.task_idx) == self.task:
-            blocks = self._blocks(blocks)
-        return super().write(blocks, ctx)
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -116,7 +71,7 @@ def test_a_retried_task_leaves_one_attempts_rows(tmp_path: Path, protocol: str) 
 def test_a_task_that_always_fails_leaves_nothing(tmp_path: Path) -> None:
     url = str(tmp_path / "out")
     sink = FlakySink(url, tmp_path, 2, "always", partition_by=["dt"])
-    with pytest.raises(Exception, match="injected failure in write task 2"):
+    with pytest.raises(Exception, match="injected failure in task 2"):
         dataset().write_datasink(sink, ray_remote_args={"max_retries": 1, "retry_exceptions": True})
     assert data_files(url) == []
     assert not has_success(url)
@@ -166,3 +121,56 @@ def test_every_protocol_on_azurite(azurite: Emulator, azure_container: str, prot
     assert summary is not None and summary.success
     assert read_rows(url, COLUMNS) == ROWS
     assert attempts_per_task(url) == {index: 1 for index in range(TASKS)}
+
+
+def _blocks(*columns: dict[str, Any]) -> Any:
+    """A dataset of one block per argument (a ``pyarrow.Table`` of those columns)."""
+    return ray.data.from_arrow([pa.table(block) for block in columns])
+
+
+@pytest.mark.parametrize("protocol", ["manifest", "transactional"])
+def test_blocks_of_different_schemas_in_one_task_are_unified(tmp_path: Path, protocol: str) -> None:
+    """One write task gets blocks with a column all null, int64 in one block and double in another, a column
+    missing, columns in another order: pyarrow's permissive promotion unifies them (Ray's own Parquet sink fails
+    on all but the null column), and every file of the task has the one unified schema."""
+    url = str(tmp_path / "out")
+    blocks = _blocks(
+        {"dt": ["a", "b"], "x": pa.array([1, 2], pa.int64()), "y": pa.nulls(2)},
+        {"x": pa.array([2.5], pa.float64()), "dt": ["a"], "y": ["s"]},
+        {"dt": ["c"], "x": pa.array([7], pa.int32())},
+        {"dt": pa.array([], pa.string()), "z": pa.array([], pa.bool_())},  # empty: no column of its own
+    )
+    blocks.write_datasink(BundlingSink(url, partition_by=["dt"], protocol=protocol))
+    expected = [("a", 1.0, None), ("a", 2.5, "s"), ("b", 2.0, None), ("c", 7.0, None)]
+    assert read_rows(url, ["dt", "x", "y"]) == sorted(expected, key=repr)
+    assert attempts_per_task(url) == {0: 1}
+    files = data_files(url)
+    assert len(files) == 3 and not any("-s1-" in name for name in files)
+    for name in files:
+        assert pq.read_schema(tmp_path / "out" / name).names == ["x", "y"]
+        assert pq.read_schema(tmp_path / "out" / name).field("x").type == pa.float64()
+    back = ray.data.read_parquet(
+        url, partitioning=ray.data.datasource.Partitioning(ray.data.datasource.PartitionStyle.HIVE)
+    ).take_all()
+    assert sorted(((row["dt"], row["x"], row["y"]) for row in back), key=repr) == sorted(expected, key=repr)
+
+
+def test_blocks_whose_schemas_cannot_unify_are_written_apart(tmp_path: Path) -> None:
+    """A column of integers in one block and of strings in another cannot unify: each kind goes to files of its
+    own, as if Ray had put the blocks into different write tasks; no row is lost or cast."""
+    url = str(tmp_path / "out")
+    blocks = _blocks(
+        {"dt": ["a"], "x": pa.array([1], pa.int64())},
+        {"dt": ["a", "b"], "x": ["two", "three"]},
+        {"dt": ["b"], "x": pa.array([None], pa.null())},
+    )
+    sink = BundlingSink(url)
+    blocks.write_datasink(sink)
+    assert sink.success is not None and sink.success.success
+    assert attempts_per_task(url) == {0: 1}
+    files = data_files(url)
+    assert len(files) == 2 and sum("-s1-" in name for name in files) == 1
+    rows = {(row["dt"], row["x"]) for name in files for row in pq.read_table(tmp_path / "out" / name).to_pylist()}
+    assert rows == {("a", 1), ("b", None), ("a", "two"), ("b", "three")}
+    back = [row for name in files for row in ray.data.read_parquet(str(tmp_path / "out" / name)).take_all()]
+    assert sorted(((row["dt"], row["x"]) for row in back), key=repr) == sorted(rows, key=repr)  # Ray reads each

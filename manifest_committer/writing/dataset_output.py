@@ -11,6 +11,12 @@ and pyarrow partitions on that number:
   commit's ``outputs``: no directory per partition in the task, as ``TaskOutput`` does;
 * in place (``task_writes_in_place``: transactional, upload): a ``DirectoryPartitioning`` on the escaped
   directory names themselves writes each file at its destination-relative path.
+
+One ``write_dataset`` call writes one schema. A Ray write task gets whatever blocks Ray bundled into it, and they
+need not share one (a column all null in one block, a missing column, int64 here and double there):
+``schema_groups`` unifies them as pyarrow's permissive promotion allows, and only tables that cannot unify (a
+column of strings here, integers there) form a group of their own, written by a call of its own with file names
+of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..errors import CommitterError
 from .formats import CSV, PARQUET
 from .partitioning import partition_path
 
@@ -38,11 +45,81 @@ _PARTITION_NUMBER = "__manifest_committer_partition"
 _LEVEL = "__manifest_committer_level_"
 """Prefix of the columns of the escaped directory names, one per partition column (in-place layout)."""
 _DEFAULT_ROWS_PER_GROUP = 1 << 20
+"""pyarrow's own ``max_rows_per_group`` default."""
 _MAX_PARTITIONS = (1 << 31) - 1
+"""No limit on the partitions one batch writes into (pyarrow refuses more than 1,024 by default; Spark has none)."""
 _PARTITIONS_PER_BATCH = 128
 """Most partitions one batch handed to pyarrow's writer holds (see ``_by_few_partitions``)."""
-"""No limit on the partitions one batch writes into (pyarrow refuses more than 1,024 by default; Spark has none)."""
-"""pyarrow's own ``max_rows_per_group`` default."""
+
+
+class SchemaConflictError(CommitterError):
+    """A table of a task cannot be cast to the schema unified from the task's tables (a value would be lost)."""
+
+
+@dataclass
+class SchemaGroup:
+    """Tables of one task that one ``write_dataset`` call writes: their unified schema and the tables."""
+
+    schema: Any
+    tables: list[Any] = field(default_factory=list)
+
+    def batches(self, where: str) -> Iterator[Any]:
+        """The record batches of every table, each cast to ``schema``; ``where`` names the task in errors."""
+        for table in self.tables:
+            yield from conformed(table, self.schema, where).to_batches()
+
+
+def schema_groups(tables: Iterable[Any]) -> list[SchemaGroup]:
+    """``tables`` (``pyarrow.Table``, in order) grouped so that each group's tables unify into one schema.
+
+    A table joins the first group whose schema it unifies with (``promote_options="permissive"``: a null column
+    takes the other type, int32 and int64 make int64, int64 and double make double, a missing column is null,
+    columns keep the first table's order), and starts a group of its own otherwise, as if Ray had given it to
+    another write task. Ray's own Parquet sink unifies with pyarrow's default promotion only (nulls) and fails
+    the task on anything else. Tables without rows are left out: they write nothing and, Ray's empty blocks
+    often lacking columns, would only split groups.
+    """
+    import pyarrow as pa
+
+    groups: list[SchemaGroup] = []
+    for table in tables:
+        if not table.num_rows:
+            continue
+        for group in groups:
+            if table.schema.equals(group.schema):
+                group.tables.append(table)
+                break
+            try:
+                group.schema = pa.unify_schemas([group.schema, table.schema], promote_options="permissive")
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                continue
+            group.tables.append(table)
+            break
+        else:
+            groups.append(SchemaGroup(table.schema, [table]))
+    return groups
+
+
+def conformed(table: Any, schema: Any, where: str) -> Any:
+    """``table`` with the columns of ``schema``, in its order and types; a column it lacks is all null."""
+    import pyarrow as pa
+
+    if table.schema.equals(schema):
+        return table
+    columns = []
+    for target in schema:
+        if target.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, target.type))
+            continue
+        column = table.column(target.name)
+        try:
+            columns.append(column.cast(target.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise SchemaConflictError(
+                f"{where}: column {target.name!r} of type {column.type} cannot be cast to {target.type}, "
+                f"the type unified from the task's blocks: {error}"
+            ) from error
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols import create_committer, hosts_marker_server, resolve_protocol
 from ..store import open_destination_store
 from ..success_data import SuccessData
-from .dataset_output import DATASET_FORMATS, write_dataset_task
+from .dataset_output import DATASET_FORMATS, schema_groups, write_dataset_task
 from .formats import OutputFormat, output_format
 from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
 from .task_output import TaskOutput, file_prefix
@@ -281,6 +281,43 @@ def batch_writer(batches: Iterable[Any], schema: Any | None = None) -> TaskWrite
         finally:
             output.close()
         return TaskFiles(output.rows, dict(output.outputs), frozenset(output.partitions))
+
+    return write
+
+
+def tables_writer(tables: Iterable[Any]) -> TaskWrite:
+    """The task writer of whole ``pyarrow.Table`` s whose schemas may differ (a Ray write task's blocks).
+
+    The tables are grouped by ``dataset_output.schema_groups`` (their schemas unified where pyarrow can) before a
+    byte is written, so it holds them all, as Ray's own sinks do. Each group is one ``write_dataset`` call; the
+    files of group ``n > 0`` are named ``<file prefix>-s<n>-c<i>``, so no call overwrites another's files.
+    """
+
+    def write(target: TaskTarget) -> TaskFiles:
+        job = target.job
+        where = f"{job.destination}: task attempt {target.task.attempt_id}"
+        groups = schema_groups(tables)
+        if job.output_format.name not in DATASET_FORMATS:  # JSON lines: one schema-less writer for every group
+            return batch_writer(batch for group in groups for batch in group.batches(where))(target)
+        rows = 0
+        outputs: dict[str, str] = {}
+        partitions: set[str] = set()
+        for number, group in enumerate(groups):
+            written = write_dataset_task(
+                job,
+                group.schema,
+                group.batches(where),
+                task_fs=target.task.fs,
+                work_path=target.task.work_path,
+                file_prefix=target.file_prefix if number == 0 else f"{target.file_prefix}-s{number}",
+                in_place=target.in_place,
+            )
+            rows += written.rows
+            outputs.update(written.outputs)
+            partitions.update(written.partitions)
+        if len(groups) > 1:
+            log.info("%s: %d groups of blocks whose schemas do not unify, written apart", where, len(groups))
+        return TaskFiles(rows, outputs, frozenset(partitions))
 
     return write
 

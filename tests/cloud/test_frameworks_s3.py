@@ -1,11 +1,16 @@
-"""pyarrow and Polars write to S3 (moto) through the ``upload`` protocol (``auto`` there), rows read back exact.
+"""pyarrow, Polars, Dask and Ray write to S3 (moto) through the ``upload`` protocol (``auto`` there): rows read
+back exact, ``_SUCCESS`` in place, no incomplete multipart upload and no ``_temporary`` left.
 
-Dask and Ray run the same task code (``writing.run_task``) in their workers; their tests run on the other stores.
+Dask (a ``LocalCluster`` of worker processes) and Ray (a local cluster) run their tasks in other processes, which
+reach moto only through the job's storage options; each has one failed task: Dask's fails once and is retried,
+Ray's worker process dies once pyarrow has started its uploads, and Ray runs the task again.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 import pyarrow as pa
@@ -15,11 +20,19 @@ import pytest
 import manifest_committer.arrow as mca
 import manifest_committer.polars as mcp
 from manifest_committer.store.s3 import open_s3_store
+from manifest_committer.success_data import SuccessData
 from tests.fixtures.emulators import Emulator
+from tests.fixtures.frameworks import patch_task_writer, unpatch_task_writer
+from tests.fixtures.writing import attempts_per_task, has_success
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 pytestmark = pytest.mark.s3
 
 TABLE = pa.table({"id": list(range(40)), "country": ["DE", "a b/c=d%", None, "FR"] * 10})
+TASKS = 4
+EXPECTED = sorted((row["id"], row["country"]) for row in TABLE.to_pylist())
 
 
 def _rows(moto: Emulator, url: str) -> list[tuple[Any, ...]]:
@@ -32,27 +45,87 @@ def _rows(moto: Emulator, url: str) -> list[tuple[Any, ...]]:
     return sorted(zip(table.column("id").to_pylist(), table.column("country").to_pylist(), strict=True))
 
 
+def _check_clean(moto: Emulator, bucket: str, url: str) -> None:
+    """``_SUCCESS`` is there, and neither an incomplete upload nor a ``_temporary`` object is left."""
+    assert has_success(url)
+    store, root = open_s3_store(url, moto.storage_options)
+    assert store.list_uploads(f"{bucket}/") == []
+    assert [path for path in moto.filesystem().find(root) if "/_temporary/" in path] == []
+
+
+def _write_then_overwrite(moto: Emulator, bucket: str, url: str, write: Callable[[pa.Table, str], Any]) -> None:
+    summary = write(TABLE, "errorifexists")
+    assert isinstance(summary, SuccessData) and summary.committer == "upload"
+    assert _rows(moto, url) == EXPECTED
+    _check_clean(moto, bucket, url)
+    summary = write(TABLE.slice(0, 8), "overwrite")
+    assert isinstance(summary, SuccessData) and summary.committer == "upload"
+    assert _rows(moto, url) == EXPECTED[:8]
+    _check_clean(moto, bucket, url)
+
+
 @pytest.mark.parametrize("framework", ["arrow", "polars"])
 def test_write_then_overwrite_on_s3_leaves_exact_rows_and_no_upload(
     moto_s3: Emulator, s3_bucket: str, framework: str
 ) -> None:
     url = f"s3://{s3_bucket}/{framework}"
 
-    def write(table: pa.Table, mode: str) -> None:
+    def write(table: pa.Table, mode: str) -> SuccessData | None:
         options = moto_s3.storage_options
         if framework == "arrow":
-            success = mca.write(table, url, partition_by=["country"], mode=mode, storage_options=options)
-        else:
-            frame = pl.from_arrow(table)
-            assert isinstance(frame, pl.DataFrame)
-            success = mcp.write(frame, url, partition_by=["country"], mode=mode, storage_options=options)
-        assert success is not None and success.committer == "upload"
+            return mca.write(table, url, partition_by=["country"], mode=mode, storage_options=options)
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        return mcp.write(frame, url, partition_by=["country"], mode=mode, storage_options=options)
 
-    write(TABLE, "errorifexists")
-    expected = sorted((row["id"], row["country"]) for row in TABLE.to_pylist())
-    assert _rows(moto_s3, url) == expected
-    write(TABLE.slice(0, 8), "overwrite")
-    assert _rows(moto_s3, url) == expected[:8]
-    store, root = open_s3_store(url, moto_s3.storage_options)
-    assert store.list_uploads(f"{s3_bucket}/") == []
-    assert [path for path in moto_s3.filesystem().find(root) if "/_temporary/" in path] == []
+    _write_then_overwrite(moto_s3, s3_bucket, url, write)
+
+
+@pytest.mark.slow
+def test_dask_with_a_retried_task_then_overwrite_on_s3(
+    moto_s3: Emulator, s3_bucket: str, dask_client: Client, tmp_path: Path
+) -> None:
+    import dask.dataframe as dd
+
+    import manifest_committer.dask as mcd
+
+    url = f"s3://{s3_bucket}/dask"
+
+    def write(table: pa.Table, mode: str) -> SuccessData | None:
+        frame = dd.from_pandas(table.to_pandas(), npartitions=TASKS)
+        return mcd.write(
+            frame,
+            url,
+            partition_by=["country"],
+            mode=mode,
+            storage_options=moto_s3.storage_options,
+            compute_kwargs={"retries": 1},
+        )
+
+    dask_client.run(patch_task_writer, str(tmp_path), 1, "once")
+    try:
+        _write_then_overwrite(moto_s3, s3_bucket, url, write)
+    finally:
+        dask_client.run(unpatch_task_writer)
+    assert (tmp_path / "failed-1").exists()
+    assert set(attempts_per_task(url).values()) == {1}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_ray_with_a_killed_worker_then_overwrite_on_s3(moto_s3: Emulator, s3_bucket: str, tmp_path: Path) -> None:
+    import ray
+
+    from tests.fixtures.ray_sinks import FlakySink
+
+    url = f"s3://{s3_bucket}/ray"
+
+    def write(table: pa.Table, mode: str) -> SuccessData | None:
+        sink = FlakySink(
+            url, tmp_path, 0, "kill", partition_by=["country"], mode=mode, storage_options=moto_s3.storage_options
+        )
+        ray.data.from_arrow(table).repartition(TASKS).write_datasink(sink, ray_remote_args={"max_retries": 2})
+        return sink.success
+
+    _write_then_overwrite(moto_s3, s3_bucket, url, write)
+    assert (tmp_path / "failed-0").exists()

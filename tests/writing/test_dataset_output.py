@@ -104,3 +104,33 @@ def test_max_records_per_file_rolls_files(tmp_path: Path) -> None:
     written = write(tmp_path, [batch], in_place=False, maxRecordsPerFile="2")
     assert len(written.outputs) == 3
     assert {"parquet", "csv"} == dataset_output.DATASET_FORMATS
+
+
+def test_schema_groups_unify_what_pyarrow_can_and_split_the_rest() -> None:
+    """A null column, int32/int64/double, a missing column and another column order unify into one group; a
+    column of strings where the group has numbers starts a group of its own; tables without rows are left out."""
+    tables = [
+        pa.table({"dt": ["a"], "x": pa.array([1], pa.int32()), "y": pa.nulls(1)}),
+        pa.table({"x": pa.array([2.5]), "dt": ["b"]}),
+        pa.table({"dt": ["c"], "x": ["three"]}),
+        pa.table({"dt": pa.array([], pa.string()), "z": pa.array([], pa.bool_())}),
+        pa.table({"dt": ["d"], "y": ["s"]}),
+    ]
+    groups = dataset_output.schema_groups(tables)
+    assert [group.schema for group in groups] == [
+        pa.schema({"dt": pa.string(), "x": pa.float64(), "y": pa.string()}),
+        pa.schema({"dt": pa.string(), "x": pa.string()}),
+    ]
+    assert [len(group.tables) for group in groups] == [3, 1]
+    first = pa.Table.from_batches(list(groups[0].batches("task")))
+    assert first.to_pylist() == [
+        {"dt": "a", "x": 1.0, "y": None},
+        {"dt": "b", "x": 2.5, "y": None},
+        {"dt": "d", "x": None, "y": "s"},
+    ]
+
+
+def test_a_value_the_unified_type_cannot_hold_is_an_error_naming_the_column() -> None:
+    group = dataset_output.SchemaGroup(pa.schema({"x": pa.float64()}), [pa.table({"x": [2**60]})])
+    with pytest.raises(dataset_output.SchemaConflictError, match=r"attempt_7: column 'x' of type int64 cannot be cast"):
+        list(group.batches("attempt_7"))

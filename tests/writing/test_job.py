@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -19,6 +21,7 @@ from manifest_committer.writing import (
     commit_write,
     run_task,
 )
+from manifest_committer.writing.job import tables_writer
 from tests.fixtures.writing import data_files, has_success, read_rows
 
 COLUMNS = ["dt", "x"]
@@ -173,3 +176,22 @@ def test_a_transactional_write_uses_direct_markers_its_tasks_keep_alive(
     )
     assert explicit.config.markers_type == "direct"
     assert new_job(destination).config.markers_type == "batched"  # the manifest protocol keeps the default
+
+
+@pytest.mark.parametrize("format", ["parquet", "json"])
+def test_tables_of_different_schemas_are_written_by_one_task(tmp_path: object, format: str) -> None:
+    """``tables_writer`` (a Ray write task's blocks): unifiable tables share files, the others get files of
+    their own; JSON lines, which has no schema, takes every table through one writer."""
+    url = f"{tmp_path}/out"
+    job = WriteJob.create(url, framework="test", format=format, mode="append")
+    tables = [pa.table({"x": pa.array([1])}), pa.table({"x": pa.array([2.5])}), pa.table({"x": ["three"]})]
+    assert begin(job)
+    result = run_task(job, 0, write=tables_writer(tables))
+    commit_write(job, [result])
+    names = data_files(url)
+    assert result.rows == 3 and len(names) == (2 if format == "parquet" else 1)
+    if format == "json":
+        lines = (Path(url) / names[0]).read_text().splitlines()
+        assert [json.loads(line) for line in lines] == [{"x": 1.0}, {"x": 2.5}, {"x": "three"}]
+    else:
+        assert sum("-s1-" in name for name in names) == 1
