@@ -162,8 +162,11 @@ def sliced(data: pa.Table, partitions_per_batch: int = 128) -> list[pa.RecordBat
     return [batch for a, b in itertools.pairwise(cuts) for batch in ordered.slice(a, b - a).to_batches()]
 
 
-def writers(framework: str, data: pa.Table, tasks: int, slow: bool) -> dict[str, Callable[[str], Any]]:
-    """The own writer(s) and the committer's writer of ``framework`` for ``data``, by name."""
+def writers(
+    framework: str, data: pa.Table, tasks: int, slow: bool, whole_table: bool = True
+) -> dict[str, Callable[[str], Any]]:
+    """The own writer(s) and the committer's writer of ``framework`` for ``data``, by name; ``whole_table``:
+    pyarrow's own writer fed the whole table too (local disk only: quadratic, minutes)."""
     if framework == "arrow":
         import pyarrow.dataset as pads
         from pyarrow.fs import FSSpecHandler, PyFileSystem
@@ -177,7 +180,9 @@ def writers(framework: str, data: pa.Table, tasks: int, slow: bool) -> dict[str,
                                max_partitions=1 << 20)  # fmt: skip
 
         return {
-            **({} if slow else {"own": own}),  # quadratic in partitions per batch (see the module): local disk only
+            **(
+                {"own": own} if whole_table and not slow else {}
+            ),  # quadratic in partitions per batch (see the module): local disk only
             "own, same slices": lambda url: own(url, sliced(data)),
             "committer": lambda url: mca.write(data, url, partition_by=["p"], protocol="manifest"),
         }
@@ -250,7 +255,9 @@ def main() -> None:
     parser.add_argument("--frameworks", default="arrow,polars,dask,ray")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per filesystem and store call; 0: none")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the partition values (and files)")
+    parser.add_argument("--same-slices-only", action="store_true", help="leave out pyarrow's own writer fed the table")
     args = parser.parse_args()
+    whole_table = not args.same_slices_only
     slow = args.latency > 0
     if slow:
         install_latency(args.latency)  # before Ray starts: its workers install the same at start
@@ -261,9 +268,11 @@ def main() -> None:
             tasks, partitions = SHAPES[framework]
             data = table(tasks, max(1, int(partitions * args.scale)))
             print(f"{framework}: {tasks} tasks, {data.num_rows} rows", flush=True)
-            for name, write in writers(framework, table(tasks, max(1, partitions // 20)), tasks, slow).items():
+            small = table(tasks, max(1, partitions // 20))
+            for name, write in writers(framework, small, tasks, slow, whole_table).items():
                 timed(write, root, f"warm-up {name}")  # a twentieth of the files: imports, caches, Ray's workers
-            times = {name: timed(write, root, name) for name, write in writers(framework, data, tasks, slow).items()}
+            measured = writers(framework, data, tasks, slow, whole_table)
+            times = {name: timed(write, root, name) for name, write in measured.items()}
             for name, seconds in times.items():
                 if name != "committer":
                     print(f"  ratio committer/{name}: {times['committer'] / seconds:.2f}", flush=True)
