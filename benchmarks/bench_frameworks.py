@@ -1,5 +1,5 @@
-"""Each framework's own writer vs the same write through the committer, 10,000 files: local disk, and a memory
-store with injected latency on every call.
+"""Each framework's own writer vs the same write through the committer, 10,000 files: local disk, and local disk
+with injected latency on every call.
 
 The data: rows with a partition column ``p``; every writer makes one Hive directory per value of ``p`` and one
 file per framework task and value, 10,000 files in all: pyarrow and Polars write in process (one task, 10,000
@@ -11,18 +11,22 @@ hive)`` fed the same record batch reader as the committer's task, Polars ``write
 Dask ``to_parquet(partition_on=["p"])`` (threads scheduler), Ray ``write_parquet(partition_cols=["p"])`` (2 CPUs).
 Through the committer: ``manifest_committer.<framework>.write(partition_by=["p"], protocol="manifest")``.
 
-``--latency 0.02``: the destination is ``memory://``, served by a memory filesystem that sleeps that long in
-every call (open, info, ls, mkdir, delete, copy, move): the framework's own writer pays it on each of its calls,
-the committer's tasks on each data file they open, and the committer's store layer once per store call (a
-``FaultInjectingStore`` with that latency, as ``bench_cloud_commit.py`` does, so the stages know the calls are
-slow and run them on their whole pool). Polars' own writer cannot write to an fsspec filesystem by path, so
-there its own ``sink_parquet(pl.PartitionBy(...))`` gets each file as an fsspec file from a
-``file_path_provider``. Ray is left out (its worker processes do not share the driver's memory filesystem).
+``--latency 0.02``: still local disk, but every call of fsspec's local filesystem (open, info, ls, mkdir,
+makedirs, isdir, isfile, delete, copy, move) sleeps that long first, in every process: Ray's workers install it
+with a ``worker_process_setup_hook``, so Ray is measured too (its workers cannot share a ``memory://`` store).
+Every writer, own or the committer's, reaches the disk through that filesystem: the own writers through fsspec
+(pyarrow and Ray through ``PyFileSystem(FSSpecHandler(...))``, Polars' ``sink_parquet(pl.PartitionBy(...))``
+handed fsspec files by a ``file_path_provider``, as the committer's Polars task is), and the committer's tasks
+write their data files through ``task.fs`` instead of the native local writers they use on plain local disk.
+The committer's own store calls sleep once each in a ``FaultInjectingStore`` with that latency (as
+``bench_cloud_commit.py`` injects it, so the stages know the calls are slow and use their whole pool), and the
+fsspec calls inside them do not sleep again. Local disk answers probes in O(1), as ``bench_cloud_commit.py``'s
+``IndexedMemoryStore`` does, so no writer pays for fsspec's ``MemoryFileSystem`` scanning every key per call.
 
-One measured run of each after an unmeasured warm-up with a twentieth of the files; wall time of the write call;
-a fresh directory per run. pyarrow's own writer is quadratic in the partitions of one batch, so it is also timed
-fed the same sorted slices of at most 128 partitions that the committer's task hands it ("own, same slices");
-with ``--latency`` only so (the whole table in one batch took over ten minutes with latency).
+One measured run of each after an unmeasured warm-up with a twentieth of the files (with the same latency);
+wall time of the write call; a fresh directory per run. pyarrow's own writer is quadratic in the partitions of
+one batch, so it is also timed fed the same sorted slices of at most 128 partitions that the committer's task
+hands it ("own, same slices"); with ``--latency`` only so (the whole table in one batch took over ten minutes).
 Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02]``;
 BENCHMARKS.md ("Other writer frameworks") has the results.
 """
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import shutil
 import sys
 import tempfile
@@ -41,12 +46,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import fsspec
 import pyarrow as pa
-from fsspec.implementations.memory import MemoryFileSystem
+from fsspec.implementations.local import LocalFileSystem
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package, not an installed one
 
+import manifest_committer.polars
+import manifest_committer.writing.dataset_output
 from manifest_committer.committer import CommitterBase
 from manifest_committer.protocols import create_committer
 from manifest_committer.store import FaultInjectingStore
@@ -55,22 +61,18 @@ from manifest_committer.writing.job import WriteJob
 SHAPES = {"arrow": (1, 10_000), "polars": (1, 10_000), "dask": (4, 2_500), "ray": (10, 1_000)}
 """framework -> (tasks, partition values): 10,000 files each."""
 ROWS_PER_FILE = 20
-
+SLOWED = ("_open", "info", "ls", "mkdir", "makedirs", "rmdir", "isdir", "isfile", "lexists", "rm_file", "cp_file", "mv")
+"""The calls of fsspec's ``LocalFileSystem`` that sleep under ``--latency``."""
 
 _in_store = threading.local()
-"""Set while the committer's store layer calls the filesystem: that call has slept in ``LatencyStore`` already."""
-
-
-class LatencyMemoryFileSystem(MemoryFileSystem):  # type: ignore[misc]
-    """``memory://`` whose every call first sleeps ``latency`` seconds, as a remote store's round trip would."""
-
-    latency = 0.0
+"""Set while the committer's store layer calls the store: that call has slept in ``LatencyStore`` already."""
+_latency = [0.0]
+"""Seconds every call sleeps in this process (a list: changed in place by ``install_latency``)."""
 
 
 class LatencyStore(FaultInjectingStore):
     """The committer's store calls sleep once here, as ``bench_cloud_commit.py`` injects latency (so the stages
-    know the calls are slow and use their whole pool); the filesystem calls inside them then do not sleep again
-    (and the memory store's rename lock is held for microseconds, as on a real store)."""
+    know the calls are slow and use their whole pool); fsspec calls inside them then do not sleep again."""
 
     def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
         def quietly() -> Any:
@@ -83,8 +85,31 @@ class LatencyStore(FaultInjectingStore):
         return super().around(operation, path, quietly)
 
 
-def _with_store_latency(latency: float) -> None:
-    """Every committer the write jobs build wraps its store in a ``LatencyStore``."""
+def _slowed(name: str) -> None:
+    original = getattr(LocalFileSystem, name)
+    if getattr(original, "slowed", False):
+        return
+
+    def slowed(self: LocalFileSystem, *args: Any, **kwargs: Any) -> Any:
+        if _latency[0] and not getattr(_in_store, "active", False):
+            time.sleep(_latency[0])
+        return original(self, *args, **kwargs)
+
+    slowed.slowed = True  # type: ignore[attr-defined]
+    setattr(LocalFileSystem, name, slowed)
+
+
+def _not_local(task_fs: Any) -> bool:
+    """Under ``--latency`` the committer's tasks write through ``task.fs`` (which sleeps), as the own writers do."""
+    return False
+
+
+def install_latency(latency: float) -> None:
+    """In this process: fsspec's local calls sleep ``latency`` s, every committer the write jobs build wraps its
+    store in a ``LatencyStore``, and the committer's tasks write through fsspec. Ray's workers run it at start."""
+    _latency[0] = latency
+    for name in SLOWED:
+        _slowed(name)
 
     def committer(job: WriteJob) -> CommitterBase:
         return create_committer(job.destination, job.job_id, job.protocol, config=job.config,
@@ -92,21 +117,19 @@ def _with_store_latency(latency: float) -> None:
                                 store_wrapper=lambda inner: LatencyStore(inner, latency=latency))  # fmt: skip
 
     WriteJob.committer = committer  # type: ignore[assignment,method-assign]
+    manifest_committer.writing.dataset_output.is_local = _not_local
+    manifest_committer.polars.is_local = _not_local  # type: ignore[attr-defined]
 
 
-def _slowed(name: str) -> None:
-    original = getattr(MemoryFileSystem, name)
-
-    def slowed(self: LatencyMemoryFileSystem, *args: Any, **kwargs: Any) -> Any:
-        if not getattr(_in_store, "active", False):
-            time.sleep(self.latency)
-        return original(self, *args, **kwargs)
-
-    setattr(LatencyMemoryFileSystem, name, slowed)
+LATENCY_VARIABLE = "BENCH_FRAMEWORKS_LATENCY"
+"""How the driver's ``--latency`` reaches Ray's worker processes."""
 
 
-for _name in ("_open", "info", "ls", "mkdir", "rmdir", "rm_file", "cp_file", "mv", "pipe_file", "cat_file"):
-    _slowed(_name)
+def ray_worker_setup() -> None:
+    """Ray's ``worker_process_setup_hook``: each worker process installs the driver's latency."""
+    latency = float(os.environ.get(LATENCY_VARIABLE, "0"))
+    if latency:
+        install_latency(latency)
 
 
 def table(tasks: int, partitions: int) -> pa.Table:
@@ -114,23 +137,18 @@ def table(tasks: int, partitions: int) -> pa.Table:
     return pa.table({"p": [i % partitions for i in range(rows)], "value": list(range(rows))})
 
 
-def count_files(url: str) -> int:
-    fs, path = fsspec.core.url_to_fs(url)
-    return sum(1 for name in fs.find(path) if not name.rsplit("/", 1)[-1].startswith(("_", ".")))
+def count_files(path: str) -> int:
+    return sum(1 for _, _, names in os.walk(path) for name in names if not name.startswith(("_", ".")))
 
 
 def timed(write: Callable[[str], Any], root: str, name: str) -> float:
-    target = f"{root}/{name}-{uuid.uuid4().hex[:6]}"
+    target = f"{root}/{name.replace(' ', '-').replace(',', '')}-{uuid.uuid4().hex[:6]}"
     start = time.perf_counter()
     write(target)
     elapsed = time.perf_counter() - start
-    print(f"  {name:<22} {elapsed:8.2f} s  {count_files(target):6d} files", flush=True)
-    fs, path = fsspec.core.url_to_fs(target)
-    latency, LatencyMemoryFileSystem.latency = LatencyMemoryFileSystem.latency, 0.0
-    try:
-        fs.rm(path, recursive=True)
-    finally:
-        LatencyMemoryFileSystem.latency = latency
+    load = os.getloadavg()[0]
+    print(f"  {name:<22} {elapsed:8.2f} s  {count_files(target):6d} files  load {load:4.1f}", flush=True)
+    shutil.rmtree(target)
     return elapsed
 
 
@@ -144,8 +162,11 @@ def sliced(data: pa.Table, partitions_per_batch: int = 128) -> list[pa.RecordBat
     return [batch for a, b in itertools.pairwise(cuts) for batch in ordered.slice(a, b - a).to_batches()]
 
 
-def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[str, Callable[[str], Any]]:
-    """The own writer(s) and the committer's writer of ``framework`` for ``data``, by name."""
+def writers(
+    framework: str, data: pa.Table, tasks: int, slow: bool, whole_table: bool = True
+) -> dict[str, Callable[[str], Any]]:
+    """The own writer(s) and the committer's writer of ``framework`` for ``data``, by name; ``whole_table``:
+    pyarrow's own writer fed the whole table too (local disk only: quadratic, minutes)."""
     if framework == "arrow":
         import pyarrow.dataset as pads
         from pyarrow.fs import FSSpecHandler, PyFileSystem
@@ -153,14 +174,15 @@ def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[st
         import manifest_committer.arrow as mca
 
         def own(url: str, batches: list[pa.RecordBatch] | None = None) -> None:
-            fs, path = fsspec.core.url_to_fs(url)
             reader = pa.RecordBatchReader.from_batches(data.schema, batches or data.to_batches())
-            pads.write_dataset(reader, path, format="parquet", partitioning=["p"], partitioning_flavor="hive",
-                               filesystem=PyFileSystem(FSSpecHandler(fs)) if memory else None,
+            pads.write_dataset(reader, url, format="parquet", partitioning=["p"], partitioning_flavor="hive",
+                               filesystem=PyFileSystem(FSSpecHandler(LocalFileSystem())) if slow else None,
                                max_partitions=1 << 20)  # fmt: skip
 
         return {
-            **({} if memory else {"own": own}),  # quadratic in partitions per batch (see the module): local disk only
+            **(
+                {"own": own} if whole_table and not slow else {}
+            ),  # quadratic in partitions per batch (see the module): local disk only
             "own, same slices": lambda url: own(url, sliced(data)),
             "committer": lambda url: mca.write(data, url, partition_by=["p"], protocol="manifest"),
         }
@@ -173,18 +195,20 @@ def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[st
         assert isinstance(frame, pl.DataFrame)
 
         def own_polars(url: str) -> None:
-            if not memory:
+            if not slow:
                 frame.write_parquet(url, partition_by="p")
                 return
-            fs, path = fsspec.core.url_to_fs(url)
+            fs = LocalFileSystem()
             handles: list[Any] = []
 
             def provide(args: Any) -> Any:
-                handle = fs.open(f"{path}/p={args.partition_keys.item()}/{args.index_in_partition}.parquet", "wb")
+                directory = f"{url}/p={args.partition_keys.item()}"
+                fs.makedirs(directory, exist_ok=True)  # what Polars' own writer does for each partition
+                handle = fs.open(f"{directory}/{args.index_in_partition}.parquet", "wb")
                 handles.append(handle)
                 return handle
 
-            frame.lazy().sink_parquet(pl.PartitionBy(path, key="p", include_key=False, file_path_provider=provide))
+            frame.lazy().sink_parquet(pl.PartitionBy(url, key="p", include_key=False, file_path_provider=provide))
             for handle in handles:
                 handle.close()
 
@@ -200,7 +224,7 @@ def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[st
 
         dask.config.set(scheduler="threads")
         ddf = dd.from_pandas(data.to_pandas(), npartitions=tasks)
-        return {
+        return {  # Dask's own writer reaches the disk through fsspec's local filesystem
             "own": lambda url: ddf.to_parquet(url, partition_on=["p"], write_index=False),
             "committer": lambda url: mcd.write(ddf, url, partition_by=["p"], protocol="manifest"),
         }
@@ -211,11 +235,17 @@ def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[st
     if not ray.is_initialized():
         root = str(Path(__file__).resolve().parents[1])
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": root}})  # fmt: skip
+                 runtime_env={"env_vars": {"PYTHONPATH": root, LATENCY_VARIABLE: str(_latency[0])},
+                              "worker_process_setup_hook": "benchmarks.bench_frameworks.ray_worker_setup"})  # fmt: skip
     ray.data.DataContext.get_current().enable_progress_bars = False
     dataset = ray.data.from_arrow(data).repartition(tasks).materialize()
+    filesystem = None
+    if slow:
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+        filesystem = PyFileSystem(FSSpecHandler(LocalFileSystem()))
     return {
-        "own": lambda url: dataset.write_parquet(url, partition_cols=["p"]),
+        "own": lambda url: dataset.write_parquet(url, partition_cols=["p"], filesystem=filesystem),
         "committer": lambda url: mcr.write(dataset, url, partition_by=["p"], protocol="manifest"),
     }
 
@@ -223,34 +253,31 @@ def writers(framework: str, data: pa.Table, tasks: int, memory: bool) -> dict[st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--frameworks", default="arrow,polars,dask,ray")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per call of a memory store; 0: local disk")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per filesystem and store call; 0: none")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the partition values (and files)")
+    parser.add_argument("--same-slices-only", action="store_true", help="leave out pyarrow's own writer fed the table")
     args = parser.parse_args()
-    memory = args.latency > 0
-    if memory:
-        fsspec.register_implementation("memory", LatencyMemoryFileSystem, clobber=True)
-    local_root = tempfile.mkdtemp(prefix="bench-frameworks-")
-    root = f"memory://bench-{uuid.uuid4().hex[:6]}" if memory else local_root
+    whole_table = not args.same_slices_only
+    slow = args.latency > 0
+    if slow:
+        install_latency(args.latency)  # before Ray starts: its workers install the same at start
+    root = tempfile.mkdtemp(prefix="bench-frameworks-")
+    print(f"load average at start {os.getloadavg()[0]:.1f}; latency {args.latency} s", flush=True)
     try:
         for framework in args.frameworks.split(","):
-            if memory and framework == "ray":
-                print("ray: left out with --latency (its workers do not share the memory filesystem)")
-                continue
             tasks, partitions = SHAPES[framework]
             data = table(tasks, max(1, int(partitions * args.scale)))
             print(f"{framework}: {tasks} tasks, {data.num_rows} rows", flush=True)
-            LatencyMemoryFileSystem.latency = 0.0
-            _with_store_latency(0.0)
-            for name, write in writers(framework, table(tasks, max(1, partitions // 20)), tasks, memory).items():
+            small = table(tasks, max(1, partitions // 20))
+            for name, write in writers(framework, small, tasks, slow, whole_table).items():
                 timed(write, root, f"warm-up {name}")  # a twentieth of the files: imports, caches, Ray's workers
-            LatencyMemoryFileSystem.latency = args.latency
-            _with_store_latency(args.latency)
-            times = {name: timed(write, root, name) for name, write in writers(framework, data, tasks, memory).items()}
+            measured = writers(framework, data, tasks, slow, whole_table)
+            times = {name: timed(write, root, name) for name, write in measured.items()}
             for name, seconds in times.items():
                 if name != "committer":
                     print(f"  ratio committer/{name}: {times['committer'] / seconds:.2f}", flush=True)
     finally:
-        shutil.rmtree(local_root, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

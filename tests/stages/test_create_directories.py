@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -23,6 +26,7 @@ from manifest_committer.statistic_names import (
     OP_CREATE_DIRECTORIES,
     OP_DELETE,
     OP_GET_FILE_STATUS,
+    OP_LIST_STATUS,
     OP_MKDIRS,
     OP_PREPARE_DIR_ANCESTORS,
 )
@@ -87,11 +91,13 @@ def test_directories_seen_as_existing_are_trusted(destination: str) -> None:
 
 
 def test_existing_directories_with_another_status_are_fine(destination: str) -> None:
+    """A leaf the probe finds as a directory is not made again, and not reported as made (it was not journaled)."""
     context = prepared(destination)
     context.store.mkdirs(dest_path(context, "a/b"))
     context.store.write_bytes(dest_path(context, "a/b/keep.csv"), b"k")
     result = create(context, target(context, "a/b", EntryStatus.NOT_FOUND))
-    assert result.created == frozenset({dest_path(context, "a/b")})
+    assert result.created == frozenset()
+    assert context.stats.snapshot().counters.get(OP_MKDIRS, 0) == 0
     assert context.store.read_bytes(dest_path(context, "a/b/keep.csv")) == b"k"
 
 
@@ -177,6 +183,80 @@ def test_parallel_with_a_pool(destination: str) -> None:
         result = create(context, *targets)
     assert len(result.created) == 30
     assert all(is_dir(context, f"part={n}/sub") for n in range(30))
+
+
+R = TypeVar("R")
+
+
+class CountingPool(ThreadPoolExecutor):
+    """Counts the units of work handed to it."""
+
+    def __init__(self) -> None:
+        super().__init__(4)
+        self.submitted = 0
+
+    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
+        self.submitted += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_many_new_partitions_are_one_listing(destination: str) -> None:
+    """A partitioned job's new partitions of one directory: one listing of it, not a probe each (10,000 probes
+    were most of a 10,000-partition local job commit), and every one is still journaled before it is made."""
+    context = prepared(destination)
+    context.store.mkdirs(dest_path(context, "old"))
+    targets = [target(context, f"p={n}") for n in range(40)] + [target(context, "old")]
+    run = JournalRun.first(1)
+    result = CreateDirectoriesStage(context).apply(CreateDirectoriesArguments(targets, run))
+    assert result.created == frozenset(dest_path(context, f"p={n}") for n in range(40))
+    assert all(is_dir(context, f"p={n}") for n in range(40))
+    counters = context.stats.snapshot().counters
+    if context.store.capabilities.real_directories:
+        assert counters[OP_LIST_STATUS] == 1
+        assert counters.get(OP_GET_FILE_STATUS, 0) == 0
+    else:  # a listing can show a file and a directory of one name there: every directory is probed
+        assert counters[OP_GET_FILE_STATUS] >= 41
+    reader = Journal(
+        CreateDirectoriesStage(fresh(context)), JournalRun.abort(CreateDirectoriesStage(fresh(context)), 1)
+    )
+    assert reader.created_directories() == sorted(dest_path(context, f"p={n}") for n in range(40))
+
+
+def test_a_file_among_many_new_partitions_is_a_conflict(destination: str) -> None:
+    """The listing sees a user's file at a partition's place as the probe did: nothing changes."""
+    context = prepared(destination)
+    context.store.write_bytes(dest_path(context, "p=7"), b"a user's file")
+    targets = [target(context, f"p={n}") for n in range(20)]
+    with pytest.raises(OutputConflictError, match=re.escape("p=7")):
+        create(context, *targets)
+    assert context.store.read_bytes(dest_path(context, "p=7")) == b"a user's file"
+    assert context.stats.snapshot().counters.get(OP_MKDIRS, 0) == 0
+
+
+def test_a_link_to_a_directory_among_many_new_partitions_is_a_directory(tmp_path: Path) -> None:
+    """A listing shows a symbolic link as a link; it is probed, and a link to a directory is a directory (local
+    disk, where links exist)."""
+    context = prepared(str(tmp_path / "out"))
+    (tmp_path / "elsewhere").mkdir()
+    Path(dest_path(context, "p=3")).symlink_to(tmp_path / "elsewhere")
+    targets = [target(context, f"p={n}") for n in range(20)]
+    result = create(context, *targets)
+    assert result.created == frozenset(dest_path(context, f"p={n}") for n in range(20) if n != 3)
+    assert context.stats.snapshot().counters[OP_GET_FILE_STATUS] == 1, "the link alone is probed"
+
+
+def test_fast_stores_get_units_of_many_calls(destination: str) -> None:
+    """Where a call takes microseconds a pool task per call costs more than the call: units hold many."""
+    context = prepared(destination)
+    context.pool = pool = CountingPool()
+    with pool:
+        create(context, *[target(context, f"a={n}/b") for n in range(100)])
+    calls = 100 + 100  # a probe (or a share of a listing) and a mkdirs per leaf
+    if context.store.capabilities.microsecond_calls:
+        assert pool.submitted <= calls // 4
+    else:
+        assert pool.submitted >= 100, "one call per unit: every thread of the pool stays busy"
+    assert all(is_dir(context, f"a={n}/b") for n in range(100))
 
 
 def test_nothing_to_create(destination: str) -> None:
