@@ -437,7 +437,8 @@ def test_completions_ask_the_clients_model_once_per_parameter(
 ) -> None:
     """Each completion asked botocore's service model twice (``IfNoneMatch``, ``MpuObjectSize``): CPU on the
     job's threads for an answer that never changes."""
-    model = s3_store.fs.s3.meta.service_model
+    store = S3Store(s3_store.fs, data_fs=s3_store.data_fs)  # the session's clients, a binding of its own
+    model = store.fs.s3.meta.service_model
     asked: list[str] = []
     lookup = model.operation_model
 
@@ -448,7 +449,7 @@ def test_completions_ask_the_clients_model_once_per_parameter(
 
     monkeypatch.setattr(model, "operation_model", counted)
     for index in range(3):
-        s3_store.complete_upload(_pending(s3_store, f"{s3_bucket}/model/{index}.bin", b"x" * 10))
+        store.complete_upload(_pending(store, f"{s3_bucket}/model/{index}.bin", b"x" * 10))
 
     assert asked == ["CompleteMultipartUpload", "CompleteMultipartUpload"], "IfNoneMatch, MpuObjectSize: once"
     assert [s3_store.fs.cat_file(f"{s3_bucket}/model/{index}.bin") for index in range(3)] == [b"x" * 10] * 3
