@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
 from ..transactions import TransactionPaths, parse_data_file_name
 from .base import Stage
 from .cleanup import CleanupResult, clean_up_job
+from .marker_reads import read_job_markers
 
 log = logging.getLogger(__name__)
 
@@ -85,20 +87,35 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
 
 def marker_named_files(gate: Stage[Any, Any], transaction: TransactionPaths) -> list[str]:
     """Store paths of the data files named by the markers of this job attempt and of the job's earlier attempts
-    (a job attempt that died left its files under the same tid); ``MarkerError`` for a marker naming anything
-    that is not a file of this transaction."""
-    paths: set[str] = set()
+    (a job attempt that died left its files under the same tid), sorted; see ``marker_named_relatives``."""
+    return [transaction.data_path(relative) for relative in sorted(marker_named_relatives(gate, transaction))]
+
+
+def marker_named_relatives(
+    gate: Stage[Any, Any], transaction: TransactionPaths, admitted: AbstractSet[str] = frozenset()
+) -> set[str]:
+    """The destination-relative paths of the data files the markers of this job attempt and its earlier attempts
+    name; ``MarkerError`` for a marker naming anything that is not a file of this transaction. Each attempt's
+    ``MARKERS<i>`` files are read in parallel on the stage's pool (``marker_reads``).
+
+    ``admitted``: relative paths the caller has already proved files of this transaction (a job commit's
+    admitted manifest entries), whose markers need no second check of their names."""
+    tid = transaction.tid  # a hash of the job id: computed once, not once a marker
+    relatives: set[str] = set()
     for attempt in _attempts_up_to(gate, transaction.job):
         marker_paths = MarkerPaths(JobPaths(transaction.job.dest, transaction.job.job_id, attempt))
-        for marker in gate.read_markers(marker_paths).markers:
-            parsed = parse_data_file_name(posixpath.basename(marker.data_file))
-            if parsed is None or parsed.tid != transaction.tid:
+        for marker in read_job_markers(gate, marker_paths).markers:
+            if marker.data_file in admitted:
+                relatives.add(marker.data_file)
+                continue
+            parsed = parse_data_file_name(marker.data_file.rpartition("/")[2])
+            if parsed is None or parsed.tid != tid:
                 raise MarkerError(
                     f"{gate.to_url(marker_paths.markers_dir)}: a marker names {marker.data_file!r}, which is not "
-                    f"a file of transaction {transaction.tid}; refusing to delete it"
+                    f"a file of transaction {tid}; refusing to delete it"
                 )
-            paths.add(transaction.data_path(marker.data_file))
-    return sorted(paths)
+            relatives.add(marker.data_file)
+    return relatives
 
 
 def retire_batched_markers(gate: Stage[Any, Any], job: JobPaths) -> None:

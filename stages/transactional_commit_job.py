@@ -17,8 +17,9 @@ import logging
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
-from ..admission import check_manifest_ids, destination_relative_problem
+from ..admission import all_destination_relatives_admitted, check_manifest_ids, destination_relative_problem
 from ..errors import JobStateError, ManifestError, OutputValidationError
 from ..manifest import TaskManifest
 from ..parallel import run_bounded
@@ -34,11 +35,19 @@ from ..statistic_names import (
 )
 from ..store import FileStatus
 from ..success_data import SuccessData
-from ..transactions import TransactionPaths, TransactionRecord, attempt_tag, parse_data_file_name, relative_to
+from ..transactions import (
+    HIDDEN_PREFIXES,
+    TID_SEPARATOR,
+    TransactionPaths,
+    TransactionRecord,
+    attempt_tag,
+    parse_data_file_name,
+    relative_to,
+)
 from .base import Stage
 from .cleanup import CleanupResult, clean_up_job, summary_in_trash
 from .journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
-from .transactional_abort_job import marker_named_files, remove_emptied_directories
+from .transactional_abort_job import marker_named_relatives, remove_emptied_directories
 
 log = logging.getLogger(__name__)
 
@@ -161,13 +170,38 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             )
         self.stats.merge(manifest.iostatistics)
         tag = attempt_tag(manifest.task_attempt_id)
-        files = []
-        for entry in manifest.files:
-            relative = self._admit(url, entry.source, entry.dest, transaction, tag)
-            files.append((relative, entry.size))
+        tid = transaction.tid  # a hash of the job id: once a manifest, not once a file
+        relatives = self._admit_at_once(manifest, tid, tag)
+        if relatives is None:
+            relatives = [self._admit(url, entry.source, entry.dest, tid, tag) for entry in manifest.files]
+        files = [(relative, entry.size) for relative, entry in zip(relatives, manifest.files, strict=True)]
         return _Loaded(manifest.task_id, manifest.task_attempt_id, files)
 
-    def _admit(self, origin: str, source: str, dest: str, transaction: TransactionPaths, tag: str) -> str:
+    def _admit_at_once(self, manifest: TaskManifest, tid: str, tag: str) -> list[str] | None:
+        """``_admit`` of every entry, decided per manifest on joined text and slices; ``None`` when any entry
+        may be refused (its source differs, its URL is not a plain slice of the destination's, a path is not
+        admitted, a name lacks the tid and tag), and the caller then admits entry by entry, naming the culprit.
+
+        A name carries tid and tag exactly when its part before the first ``.`` ends in ``-tid-<tid>-<tag>``
+        and it is not hidden: ``parse_data_file_name``'s pattern, whose tag has no ``i`` to start a second
+        ``-tid-`` inside it."""
+        dests = [entry.dest for entry in manifest.files]
+        if dests != [entry.source for entry in manifest.files]:
+            return None
+        dest_url_prefix = self.to_url(self.paths.dest.rstrip("/") + "/")
+        if "%" in "".join(dests) or not all(map(str.startswith, dests, repeat(dest_url_prefix))):
+            return None
+        cut = len(dest_url_prefix)
+        relatives = [dest[cut:] for dest in dests]
+        if not all_destination_relatives_admitted(relatives):
+            return None
+        suffix = f"{TID_SEPARATOR}{tid}-{tag}"
+        names = [relative.rpartition("/")[2] for relative in relatives]
+        if any(name.startswith(HIDDEN_PREFIXES) or not name.partition(".")[0].endswith(suffix) for name in names):
+            return None
+        return relatives
+
+    def _admit(self, origin: str, source: str, dest: str, tid: str, tag: str) -> str:
         """The destination-relative path of one manifest entry, if it names a file of this attempt in place."""
         try:
             path = self.from_url(dest)
@@ -181,10 +215,10 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             raise ManifestError(
                 f"{origin}: source {source} differs from destination {dest}; files are written in place"
             )
-        parsed = parse_data_file_name(posixpath.basename(relative))
-        if parsed is None or parsed.tid != transaction.tid or parsed.tag != tag:
+        parsed = parse_data_file_name(relative.rpartition("/")[2])
+        if parsed is None or parsed.tid != tid or parsed.tag != tag:
             raise ManifestError(
-                f"{origin}: {dest} is not a file of this task attempt (its name must carry tid {transaction.tid} "
+                f"{origin}: {dest} is not a file of this task attempt (its name must carry tid {tid} "
                 f"and the attempt's tag {tag})"
             )
         return relative
@@ -207,8 +241,8 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
 
     def _delete_stragglers(self, transaction: TransactionPaths, committed: set[str]) -> int:
         """Delete what the markers name beyond the committed files; returns how many files were there."""
-        named = marker_named_files(self, transaction)
-        doomed = [path for path in named if relative_to(self.paths.dest, path) not in committed]
+        named = marker_named_relatives(self, transaction, admitted=committed)
+        doomed = [transaction.data_path(relative) for relative in sorted(named - committed)]
         deleted: list[str] = []
         run_bounded(
             self.context.pool,

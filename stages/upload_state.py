@@ -22,6 +22,7 @@ from ..store import FileStatus
 from ..store.pending_upload import PendingUpload
 from ..uploads import ATTEMPT_MANIFEST_SUFFIX, PENDING_SUFFIX, PendingRecord, UploadPaths, admit_upload
 from .base import Stage
+from .marker_reads import read_job_markers
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ def load_attempt_manifest(gate: Gate, status: FileStatus) -> AttemptManifest:
 
 def marker_keys(gate: Gate) -> set[str]:
     """Store paths of the keys this job attempt's markers name (each checked to lie inside the destination)."""
-    markers = gate.read_markers(MarkerPaths(gate.paths))
+    markers = read_job_markers(gate, MarkerPaths(gate.paths))
     return {posixpath.join(gate.paths.dest, marker.data_file) for marker in markers.markers}
 
 
@@ -130,7 +131,7 @@ def job_marker_keys(gate: Gate, job_id: str | None = None) -> set[str]:
         attempts.add(gate.paths.job_attempt)
     keys: set[str] = set()
     for attempt in sorted(attempts):
-        keys |= gate.read_markers(MarkerPaths(JobPaths(gate.paths.dest, job, attempt))).data_files
+        keys |= read_job_markers(gate, MarkerPaths(JobPaths(gate.paths.dest, job, attempt))).data_files
     return keys
 
 

@@ -13,7 +13,7 @@ from .client import MarkerClient, MarkerType, ping, read_server_state
 from .direct import DirectMarkers
 from .heartbeat import DEFAULT_EXPIRY_SECONDS, Heartbeat, Liveness, job_liveness, read_heartbeat
 from .layout import BATCHED, IO_TYPES, MARKERS_TYPE_FILE, Marker, MarkerPaths, check_data_file, parse_marker
-from .reader import MarkerSet, read_markers
+from .reader import MarkerReads, MarkerSet, read_marker_set, read_markers
 from .server import MarkerServer, ServerState
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "MarkerClient",
     "MarkerError",
     "MarkerPaths",
+    "MarkerReads",
     "MarkerServer",
     "MarkerServerError",
     "MarkerSet",
@@ -38,6 +39,7 @@ __all__ = [
     "parse_marker",
     "ping",
     "read_heartbeat",
+    "read_marker_set",
     "read_markers",
     "read_server_state",
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -46,7 +46,7 @@ TASK_HEARTBEATS_DIR = "heartbeats"
 
 _BATCHED_FILE = re.compile(r"MARKERS(0|[1-9][0-9]*)\Z")
 _MARKER_NAME = re.compile(r"(?P<data>.+)\.marker\.(?P<type>[A-Za-z]+)\Z", re.DOTALL)
-_RESERVED_PREFIXES = ("_committed_", "_started_")
+RESERVED_PREFIXES = ("_committed_", "_started_")
 """Names of commit records of the transactional protocol: a marker naming one could make rollback delete a
 commit, so no marker may."""
 
@@ -85,7 +85,7 @@ def check_data_file(relative: str, where: str) -> str:
     if segments[0] == TEMPORARY_DIR:
         raise MarkerError(f"{where}: marker path {relative!r} names the committer's own state under {TEMPORARY_DIR}")
     name = segments[-1]
-    if name == SUCCESS_MARKER or name.startswith(_RESERVED_PREFIXES):
+    if name == SUCCESS_MARKER or name.startswith(RESERVED_PREFIXES):
         raise MarkerError(f"{where}: marker path {relative!r} names a commit record, not a data file")
     return relative
 
@@ -180,6 +180,10 @@ class MarkerStoreCalls:
 
     def read_bytes(self, path: str) -> bytes:
         return self.call("read", path, lambda: self._store.read_bytes(path))
+
+    def map_paths(self, work: Callable[[str], T], paths: Sequence[str]) -> list[T]:
+        """``work`` on each path, one after another: the marker code has no pool of its own."""
+        return [work(path) for path in paths]
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self.call("write", path, lambda: self._store.write_bytes(path, data))

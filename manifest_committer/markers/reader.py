@@ -10,16 +10,23 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
+from ..admission import all_relatives_admitted
 from ..errors import MarkerError
+from ..paths import TEMPORARY_DIR
 from ..retry import RetryPolicy
-from ..store import StoreOperations
+from ..store import FileStatus, StoreOperations
 from ..store.local import is_write_in_progress
+from ..success_data import SUCCESS_MARKER
 from .layout import (
     BATCHED,
     HEARTBEAT_FILE,
+    MARKER_EXTENSION,
     MARKERS_TYPE_FILE,
+    RESERVED_PREFIXES,
     SERVER_STATE_FILE,
     Marker,
     MarkerPaths,
@@ -29,6 +36,31 @@ from .layout import (
 )
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+_CREATE_LINE_END = f"{MARKER_EXTENSION}CREATE\n"
+_SUSPECT_TEXT = ("\x00", "\r", TEMPORARY_DIR, SUCCESS_MARKER, *RESERVED_PREFIXES)
+"""Text that sends a ``MARKERS`` file down the line-by-line route: each may be in a name that ``check_data_file``
+refuses (a false alarm costs only the slower route)."""
+
+
+class MarkerReads(Protocol):
+    """The store calls the reader makes, each retried under the caller's one policy.
+
+    ``MarkerStoreCalls`` makes them one after another (tasks, the CLI); a stage's gate times and counts each and
+    runs ``map_paths`` on the job's pool, so a job commit reads its ``MARKERS<i>`` files in one round of store
+    latency instead of one after another.
+    """
+
+    def info(self, path: str) -> FileStatus | None: ...
+
+    def list_dir(self, path: str) -> list[FileStatus]: ...
+
+    def read_bytes(self, path: str) -> bytes: ...
+
+    def map_paths(self, work: Callable[[str], R], paths: Sequence[str]) -> list[R]:
+        """``work`` applied to every path, the results in any order; the first error is raised."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +68,21 @@ class MarkerSet:
     """What a markers directory records."""
 
     markers: frozenset[Marker]
-    data_files: frozenset[str]
-    """Store paths of the data files the markers name (each under the destination)."""
+    dest: str
+    """The destination, in the store's path form."""
     batched: bool
     """``MARKERS.type`` says ``BATCHED``."""
     direct_count: int
     """Direct markers found (a batched job holds some after a task fell back)."""
     batched_files: tuple[str, ...]
     """The ``MARKERS<i>`` files read."""
+
+    @property
+    def data_files(self) -> frozenset[str]:
+        """Store paths of the data files the markers name (each under the destination), built when asked: a job
+        commit needs only the relative paths, and 10,000 joins were a visible share of its CPU."""
+        prefix = self.dest if not self.dest or self.dest.endswith("/") else self.dest + "/"  # posixpath.join's
+        return frozenset(prefix + marker.data_file for marker in self.markers)
 
 
 def parse_batched_lines(data: bytes, path: str) -> tuple[list[Marker], bool]:
@@ -57,19 +96,45 @@ def parse_batched_lines(data: bytes, path: str) -> tuple[list[Marker], bool]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise MarkerError(f"{path}: not UTF-8 ({error})") from None
-    lines = text.split("\n")
-    torn = lines[-1] != ""
+    end = text.rfind("\n") + 1
+    torn = end != len(text)
     if torn:
-        log.warning("%s: ignoring a last line without newline (a write cut short?): %r", path, lines[-1][:200])
-    markers = [parse_marker(line, f"{path} line {number}") for number, line in enumerate(lines[:-1], 1)]
+        log.warning("%s: ignoring a last line without newline (a write cut short?): %r", path, text[end:][:200])
+    whole = text[:end]
+    markers = _create_markers(whole)
+    if markers is None:
+        lines = whole.split("\n")[:-1]
+        markers = [parse_marker(line, f"{path} line {number}") for number, line in enumerate(lines, 1)]
     return markers, torn
 
 
-def read_marker_type(calls: MarkerStoreCalls, paths: MarkerPaths) -> str | None:
+def _create_markers(whole: str) -> list[Marker] | None:
+    """The markers of whole lines that are all plain ``CREATE`` markers of admissible paths, decided on the text
+    at once; ``None`` when any line may not be (the caller then parses line by line, which names the culprit).
+
+    Admits exactly what ``parse_marker`` admits line by line, or less: every line ends in ``.marker.CREATE``
+    (so the data path is the rest of it, as the marker pattern's greedy match takes it); the paths joined with
+    ``/`` have no empty, ``.`` or ``..`` segment and no NUL (``all_relatives_admitted``), so none is empty or
+    absolute; and no ``\\r``, ``_temporary``, ``_SUCCESS`` or commit-record prefix occurs anywhere.
+    """
+    if whole.count(_CREATE_LINE_END) != whole.count("\n"):
+        return None
+    if any(suspect in whole for suspect in _SUSPECT_TEXT):
+        return None
+    relatives = whole.replace(_CREATE_LINE_END, "\n").split("\n")[:-1]
+    if not all_relatives_admitted(relatives):
+        return None
+    return [Marker(relative) for relative in relatives]
+
+
+def read_marker_type(calls: MarkerReads, paths: MarkerPaths) -> str | None:
     """``BATCHED`` if ``MARKERS.type`` says so, ``None`` if there is none; ``MarkerError`` for anything else."""
     if calls.info(paths.type_file) is None:
         return None
-    raw = calls.read_bytes(paths.type_file)
+    return _check_marker_type(calls.read_bytes(paths.type_file), paths)
+
+
+def _check_marker_type(raw: bytes, paths: MarkerPaths) -> str:
     text = raw.decode("utf-8", errors="replace").strip()
     if text != BATCHED:
         raise MarkerError(f"{paths.type_file}: unknown marker type {text[:100]!r}; known: {BATCHED}")
@@ -77,46 +142,80 @@ def read_marker_type(calls: MarkerStoreCalls, paths: MarkerPaths) -> str | None:
 
 
 def read_markers(store: StoreOperations, paths: MarkerPaths, retry: RetryPolicy) -> MarkerSet:
+    """Every marker of the job attempt, from the files, read one after another (``read_marker_set``)."""
+    return read_marker_set(MarkerStoreCalls(store, retry), paths)
+
+
+@dataclass(frozen=True, slots=True)
+class _FileRead:
+    """What one file of the markers directory held: ``MARKERS.type``'s type, or a ``MARKERS<i>``'s markers."""
+
+    path: str
+    marker_type: str | None = None
+    markers: tuple[Marker, ...] | list[Marker] = ()
+
+
+def read_marker_set(reads: MarkerReads, paths: MarkerPaths) -> MarkerSet:
     """Every marker of the job attempt, from the files: ``MARKERS<i>`` lines and direct markers alike.
 
-    A missing markers directory is an empty set (the job wrote no data file). Raises ``MarkerError`` naming
-    the file (and line) for an unknown ``MARKERS.type``, a crafted marker name, or a stray file.
+    One listing of the markers directory, then ``MARKERS.type`` and every ``MARKERS<i>`` read and parsed at
+    once through ``reads.map_paths``, then each level of direct-marker directories listed at once. A missing
+    markers directory is an empty set (the job wrote no data file). Raises ``MarkerError`` naming the file (and
+    line) for an unknown ``MARKERS.type``, a crafted marker name, or a stray file.
     """
-    calls = MarkerStoreCalls(store, retry)
     root = paths.markers_dir
     try:
-        top = calls.list_dir(root)
+        top = reads.list_dir(root)
     except FileNotFoundError:
-        return MarkerSet(frozenset(), frozenset(), batched=False, direct_count=0, batched_files=())
-    marker_type = read_marker_type(calls, paths)
+        return MarkerSet(frozenset(), paths.dest, batched=False, direct_count=0, batched_files=())
     found: set[Marker] = set()
     batched_files: list[str] = []
+    type_listed = False
+    directories: list[str] = []
     direct = 0
-    pending = [(status, True) for status in top]
-    while pending:
-        status, at_top = pending.pop()
+    for status in top:
         relative = _relative(root, status.path)
         if status.is_dir:
-            pending.extend((child, False) for child in calls.list_dir(status.path))
+            directories.append(status.path)
             continue
-        name = posixpath.basename(relative)
-        if at_top and name in (MARKERS_TYPE_FILE, SERVER_STATE_FILE, HEARTBEAT_FILE):
-            continue
-        if is_write_in_progress(name):
-            continue  # another process is writing a marker file here right now
-        if at_top and batched_file_index(name) is not None:
-            if marker_type is None:
-                raise MarkerError(f"{status.path}: a batched marker file in a directory without {MARKERS_TYPE_FILE}")
-            markers, _ = parse_batched_lines(calls.read_bytes(status.path), status.path)
-            found.update(markers)
+        if relative == MARKERS_TYPE_FILE:
+            type_listed = True
+        elif relative in (SERVER_STATE_FILE, HEARTBEAT_FILE) or is_write_in_progress(relative):
+            continue  # the directory's own state, or a marker file another process is writing right now
+        elif batched_file_index(relative) is not None:
             batched_files.append(status.path)
-            continue
-        found.add(parse_marker(relative, status.path))
-        direct += 1
+        else:
+            found.add(parse_marker(relative, status.path))
+            direct += 1
+    marker_type = None
+    if not type_listed and batched_files:
+        marker_type = read_marker_type(reads, paths)  # written before any batch: listed late, or not at all
+        if marker_type is None:
+            raise MarkerError(f"{min(batched_files)}: a batched marker file in a directory without {MARKERS_TYPE_FILE}")
+
+    def read_one(path: str) -> _FileRead:
+        data = reads.read_bytes(path)
+        if path == paths.type_file:
+            return _FileRead(path, marker_type=_check_marker_type(data, paths))
+        return _FileRead(path, markers=parse_batched_lines(data, path)[0])
+
+    for read in reads.map_paths(read_one, ([paths.type_file] if type_listed else []) + batched_files):
+        found.update(read.markers)
+        marker_type = read.marker_type or marker_type
+    while directories:
+        listings = reads.map_paths(reads.list_dir, directories)
+        directories = []
+        for listing in listings:
+            for status in listing:
+                if status.is_dir:
+                    directories.append(status.path)
+                elif not is_write_in_progress(posixpath.basename(status.path)):
+                    found.add(parse_marker(_relative(root, status.path), status.path))
+                    direct += 1
     log.debug("Markers of %s: %d (%d direct, %d batched files)", root, len(found), direct, len(batched_files))
     return MarkerSet(
         markers=frozenset(found),
-        data_files=frozenset(paths.data_file(marker) for marker in found),
+        dest=paths.dest,
         batched=marker_type == BATCHED,
         direct_count=direct,
         batched_files=tuple(sorted(batched_files)),

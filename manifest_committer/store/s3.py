@@ -182,6 +182,9 @@ class S3Store(FsspecStore):
 
     def __init__(self, fs: Any, scheme: str = "s3", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)
+        self._accepted: dict[tuple[str, str], bool] = {}
+        """``_accepts`` answers: the client's model does not change, and each completion asked twice (two
+        lookups through botocore's service model, a visible share of a completion's CPU on the job's threads)."""
 
     def from_url(self, url: str) -> str:
         scheme, authority, path = split_url(url)
@@ -218,8 +221,11 @@ class S3Store(FsspecStore):
 
     def _accepts(self, operation: str, parameter: str) -> bool:
         """Whether this botocore knows ``parameter`` of ``operation``: s3fs silently drops parameters it does not."""
-        model = self.fs.s3.meta.service_model.operation_model(operation)
-        return parameter in model.input_shape.members
+        known = self._accepted.get((operation, parameter))
+        if known is None:
+            model = self.fs.s3.meta.service_model.operation_model(operation)
+            known = self._accepted[operation, parameter] = parameter in model.input_shape.members
+        return known
 
     def _require(self, operation: str, parameter: str, path: str) -> None:
         if not self._accepts(operation, parameter):

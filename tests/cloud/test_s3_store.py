@@ -4,6 +4,7 @@ retries left to the committer, and S3's own error shapes."""
 from __future__ import annotations
 
 import errno
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -429,3 +430,26 @@ def test_a_409_on_complete_says_the_upload_is_lost_and_is_not_retried(
     with pytest.raises(OSError, match=rf"409 \(ConditionalRequestConflict\).*uploaded again.*{path}"):
         _retry(store).call(complete)
     assert len(calls) == 1
+
+
+def test_completions_ask_the_clients_model_once_per_parameter(
+    s3_bucket: str, s3_store: S3Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each completion asked botocore's service model twice (``IfNoneMatch``, ``MpuObjectSize``): CPU on the
+    job's threads for an answer that never changes."""
+    store = S3Store(s3_store.fs, data_fs=s3_store.data_fs)  # the session's clients, a binding of its own
+    model = store.fs.s3.meta.service_model
+    asked: list[str] = []
+    lookup = model.operation_model
+
+    def counted(operation: str) -> Any:
+        if sys._getframe(1).f_code.co_name == "_accepts":  # botocore asks too, once a request, for itself
+            asked.append(operation)
+        return lookup(operation)
+
+    monkeypatch.setattr(model, "operation_model", counted)
+    for index in range(3):
+        store.complete_upload(_pending(store, f"{s3_bucket}/model/{index}.bin", b"x" * 10))
+
+    assert asked == ["CompleteMultipartUpload", "CompleteMultipartUpload"], "IfNoneMatch, MpuObjectSize: once"
+    assert [s3_store.fs.cat_file(f"{s3_bucket}/model/{index}.bin") for index in range(3)] == [b"x" * 10] * 3

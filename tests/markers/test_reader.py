@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from manifest_committer.markers import BATCHED, DirectMarkers, Marker, MarkerError, read_markers
+from manifest_committer.markers import BATCHED, DirectMarkers, Marker, MarkerError, parse_marker, read_markers, reader
+from manifest_committer.markers.reader import parse_batched_lines
+from manifest_committer.store import FileStatus
 from tests.markers.conftest import MarkerJob
 
 
@@ -118,3 +120,85 @@ def test_a_marker_file_being_written_by_another_process_is_not_read(job: MarkerJ
     found = read_markers(job.store, job.paths, job.retry)
 
     assert found.markers == {Marker("a.csv")}
+
+
+ODD_LINES = [
+    "a.csv.marker.CREATE",
+    "dt=1/b.csv.marker.CREATE",
+    "dt=é/ü 1.csv.marker.CREATE",
+    "a.marker.CREATE.marker.CREATE",
+    "c.marker.MERGE",
+    ".marker.CREATE",
+    "/abs.marker.CREATE",
+    "a/.marker.CREATE",
+    "dt=1/./a.marker.CREATE",
+    "dt=1/../a.marker.CREATE",
+    "..marker.CREATE",
+    "...marker.CREATE",
+    "a\rb.marker.CREATE",
+    "a\x00b.marker.CREATE",
+    "_temporary/x.marker.CREATE",
+    "x/_temporary/y.marker.CREATE",
+    "dt=1/_SUCCESS.marker.CREATE",
+    "_committed_1.marker.CREATE",
+    "dt=1/_started_1.marker.CREATE",
+    "dt=1/x_committed_1.marker.CREATE",
+    "__HIVE_DEFAULT_PARTITION__/a.marker.CREATE",
+    "a.marker.create",
+    "a.marker.CREATEx",
+    "a.csv",
+]
+
+
+@pytest.mark.parametrize("line", ODD_LINES)
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_batched_file_admits_exactly_what_each_line_does_on_its_own(line: str, position: int) -> None:
+    """The whole-text route for plain ``CREATE`` files decides as ``parse_marker`` line by line: same markers,
+    or the same error naming the same line."""
+    lines = ["ok-0.csv.marker.CREATE", "dt=2/ok-1.csv.marker.CREATE"]
+    lines.insert(position, line)
+    data = "".join(f"{text}\n" for text in lines).encode()
+    try:
+        expected: list[Marker] | str = [parse_marker(text, f"F line {n}") for n, text in enumerate(lines, 1)]
+    except MarkerError as error:
+        expected = str(error)
+    try:
+        got: list[Marker] | str = parse_batched_lines(data, "F")[0]
+    except MarkerError as error:
+        got = str(error)
+    assert got == expected
+
+
+def test_plain_create_lines_are_checked_on_the_whole_text_not_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job commit reads every marker of the job: 10,000 regex matches and path checks were most of its CPU."""
+    calls: list[str] = []
+
+    def counted(name: object, where: str) -> Marker:
+        calls.append(where)
+        return parse_marker(name, where)
+
+    monkeypatch.setattr(reader, "parse_marker", counted)
+    data = "".join(f"dt={n % 5}/part-{n:05d}.csv.marker.CREATE\n" for n in range(1000)).encode()
+
+    markers, torn = parse_batched_lines(data + b"dt=1/torn", "F")
+
+    assert torn
+    assert markers == [Marker(f"dt={n % 5}/part-{n:05d}.csv") for n in range(1000)]
+    assert calls == []
+    parse_batched_lines(b"a.csv.marker.CREATE\nb.marker.MERGE\n", "G")
+    assert calls == ["G line 1", "G line 2"], "any other line: the route that names it"
+
+
+def test_a_listed_type_file_is_read_without_a_probe(job: MarkerJob) -> None:
+    """``MARKERS.type`` in the listing is read at once with the batches (one round of store latency less)."""
+    write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\n"})
+    probes: list[str] = []
+    original = job.store.info
+
+    def info(path: str) -> FileStatus | None:
+        probes.append(path)
+        return original(path)
+
+    job.store.info = info  # type: ignore[method-assign]
+    assert read_markers(job.store, job.paths, job.retry).batched
+    assert probes == []
