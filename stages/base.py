@@ -14,8 +14,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 from ..config import CommitterConfig
 from ..errors import JobStateError, UnsupportedStoreError
 from ..iostatistics import StatisticsStore, elapsed_ms
-from ..markers.layout import MarkerPaths
-from ..markers.reader import MarkerSet, read_markers
 from ..paths import JobPaths
 from ..retry import DEFINITE_ERRORS, RetryPolicy
 from ..statistic_names import (
@@ -63,6 +61,8 @@ class StageContext:
     active_stage: str = ""
     store_retry: RetryPolicy = field(init=False)
     save_retry: RetryPolicy = field(init=False)
+    _checked_store: StoreOperations | None = field(init=False, default=None, repr=False)
+    _upload_store: UploadStore | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.store_retry = RetryPolicy(
@@ -81,6 +81,17 @@ class StageContext:
             is_retryable=self._save_may_succeed_later,
             stats=self.stats,
         )
+
+    @property
+    def upload_store(self) -> UploadStore | None:
+        """``store`` if it has multipart uploads (S3), else ``None``; decided once per store, because
+        ``UploadStore`` is a runtime-checkable protocol and ``isinstance`` probes each of its methods (100 to
+        130 us, on every upload call before)."""
+        store = self.store
+        if store is not self._checked_store:
+            self._upload_store = store if isinstance(store, UploadStore) else None
+            self._checked_store = store
+        return self._upload_store
 
     def _save_may_succeed_later(self, error: BaseException) -> bool:
         if self.store.is_transient(error):
@@ -228,17 +239,11 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def remove_empty_dir(self, path: str) -> bool:
         return self.call(OP_DELETE_DIR, lambda: self._store.remove_empty_dir(path), path)
 
-    def read_markers(self, marker_paths: MarkerPaths) -> MarkerSet:
-        """Every write marker of a job attempt, from the files (``markers.reader``), each call under the store
-        retry policy and the whole read timed as ``op_list_status``."""
-        with self.stats.track(OP_LIST_STATUS):
-            return read_markers(self._store, marker_paths, self.context.store_retry)
-
     # --- the upload protocol's S3 calls (``store/s3.py``), gated as every other call --------------------------
 
     def _uploads(self, path: str) -> UploadStore:
-        store = self._store
-        if not isinstance(store, UploadStore):
+        store = self.context.upload_store
+        if store is None:
             raise UnsupportedStoreError(f"{self.to_url(path)}: this store has no multipart uploads (S3 only)")
         return store
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..statistic_names import TASK_STAGE_ABORT_TASK
 from ..transactions import TransactionPaths, attempt_tag, parse_data_file_name
 from .base import Stage
+from .marker_reads import read_job_markers
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +33,7 @@ class TransactionalAbortTaskStage(Stage[TransactionalAbortTaskArguments, int]):
         else:
             tag = attempt_tag(arguments.task_attempt_id)
             finals = []
-            for marker in self.read_markers(transaction.markers).markers:
+            for marker in read_job_markers(self, transaction.markers).markers:
                 parsed = parse_data_file_name(posixpath.basename(marker.data_file))
                 if parsed is not None and parsed.tid == transaction.tid and parsed.tag == tag:
                     finals.append(marker.data_file)

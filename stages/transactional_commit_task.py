@@ -20,6 +20,7 @@ from ..statistic_names import (
 from ..store import FileStatus
 from ..transactions import TransactionPaths, attempt_tag, parse_data_file_name
 from .base import Stage
+from .marker_reads import read_job_markers
 from .save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
 
 PROBE_THREADS = 16
@@ -133,7 +134,7 @@ class TransactionalCommitTaskStage(Stage[TransactionalCommitTaskArguments, Trans
         """The attempt's files from the job's markers: those whose names carry this job's tid and this attempt's tag."""
         tag = attempt_tag(attempt)
         finals = []
-        for marker in sorted(self.read_markers(transaction.markers).markers):
+        for marker in sorted(read_job_markers(self, transaction.markers).markers):
             parsed = parse_data_file_name(posixpath.basename(marker.data_file))
             if parsed is not None and parsed.tid == transaction.tid and parsed.tag == tag:
                 finals.append(marker.data_file)

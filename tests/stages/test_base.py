@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import manifest_committer as mc
 from manifest_committer.config import CommitterConfig
 from manifest_committer.stages.save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
 from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
@@ -79,3 +80,25 @@ def test_a_retry_warning_names_the_operation_and_path_even_for_a_silent_error(
     counters = stage_context.stats.snapshot().counters
     assert counters[STORE_IO_RETRY] == 1
     assert counters[OP_GET_FILE_STATUS] >= 2
+
+
+def test_the_upload_store_is_decided_once_per_store_and_again_when_the_store_changes(destination: str) -> None:
+    """``UploadStore`` is a runtime-checkable protocol: ``isinstance`` probes each method, 100 us and more a call,
+    so the context decides once per store object; a test (or wrapper) that swaps the store is seen."""
+    context = make_context(destination)
+    assert context.upload_store is None
+    probes: list[str] = []
+
+    class Uploads(FaultInjectingStore):
+        def __getattribute__(self, name: str) -> object:
+            if name in ("put_if_absent", "complete_upload", "holds", "abort_upload", "list_uploads"):
+                probes.append(name)
+                return lambda *args: None
+            return super().__getattribute__(name)
+
+    context.store = Uploads(context.store)
+    for _ in range(3):
+        assert context.upload_store is context.store
+    assert len(probes) <= 5, "isinstance ran once, not on every call"
+    with pytest.raises(mc.UnsupportedStoreError, match="S3 only"):
+        SetupTaskStage(make_context(destination)).put_if_absent(f"{destination}/x", b"")
