@@ -605,6 +605,7 @@ def summarise(
         cleans = [r.clean_s for r in runs if r.clean_s is not None]
         if cleans:
             out[committer]["clean_s_median"] = median(cleans)
+            out[committer]["clean_s_all"] = [round(clean, 3) for clean in cleans]
         tasks = [r.tasks_s for r in runs if r.tasks_s is not None]
         if tasks:
             out[committer]["tasks_s_median"] = median(tasks)
@@ -623,6 +624,9 @@ def summarise(
             out["manifest"]["commit_job_ms_median"] / out["hadoop"]["commit_job_ms_median"]
         )
         out["ratio_wall_per_run_median"] = median([p / h for p, h in pairs])
+        if "clean_s_median" in out["manifest"]:
+            # Hadoop's store is clean when its commitJob returns (its cleanup is synchronous).
+            out["ratio_clean_medians"] = out["manifest"]["clean_s_median"] / out["hadoop"]["wall_s_median"]
     if "floor" in out:
         floor = out["floor"]
         rename = min(floor["rename_s_median"], floor["rename_serial_s_median"])
@@ -632,6 +636,8 @@ def summarise(
                 "rename": out[committer]["wall_s_median"] / rename,
                 "rename_rmdir": out[committer]["wall_s_median"] / both,
                 "rename_stage_to_rename": out[committer]["stages_ms_median"]["job_stage_rename_files"] / 1000 / rename,
+                # Until the store is clean, against the loops of everything a commit must do: rename and rmdir.
+                "clean_rename_rmdir": out[committer].get("clean_s_median", out[committer]["wall_s_median"]) / both,
             }
             for committer in committers
             if committer in out
@@ -673,6 +679,11 @@ def print_table(summaries: list[dict[str, Any]], committers: list[str]) -> None:
                 f"| {s['case']} | | manifest/Hadoop | {s['ratio_wall_medians']:.2f} "
                 f"(per-run median {s['ratio_wall_per_run_median']:.2f}) | {s['ratio_commit_job_medians']:.2f} | | |"
             )
+        if "ratio_clean_medians" in s:
+            print(
+                f"| {s['case']} | | manifest until clean / Hadoop | {s['ratio_clean_medians']:.2f} "
+                f"({s['manifest']['clean_s_median']:.3f} s) | | | |"
+            )
         for committer, ratios in s.get("versus_manifest", {}).items():
             tasks = f"{ratios['tasks_wall']:.2f}" if "tasks_wall" in ratios else ""
             print(f"| {s['case']} | | {committer}/manifest | {ratios['commit_job_wall']:.2f} | | {tasks} | |")
@@ -685,9 +696,9 @@ def print_table(summaries: list[dict[str, Any]], committers: list[str]) -> None:
             )
         for committer, ratios in s.get("versus_floor", {}).items():
             print(
-                f"| {s['case']} | | {committer}/floor: rename, rename+rmdir, rename stage/rename "
-                f"| {ratios['rename']:.2f}, {ratios['rename_rmdir']:.2f}, "
-                f"{ratios['rename_stage_to_rename']:.2f} | | | |"
+                f"| {s['case']} | | {committer}/floor: rename, rename+rmdir, rename stage/rename, "
+                f"until clean/rename+rmdir | {ratios['rename']:.2f}, {ratios['rename_rmdir']:.2f}, "
+                f"{ratios['rename_stage_to_rename']:.2f}, {ratios['clean_rename_rmdir']:.2f} | | | |"
             )
     print()
     for s in summaries:
@@ -696,7 +707,11 @@ def print_table(summaries: list[dict[str, Any]], committers: list[str]) -> None:
                 stages = ", ".join(
                     f"{k.removeprefix('job_stage_')} {v:.0f}" for k, v in s[committer]["stages_ms_median"].items()
                 )
-                print(f"{s['case']} {committer} stage medians (ms): {stages}; runs (s): {s[committer]['wall_s_all']}")
+                cleans = f"; until clean (s): {s[committer]['clean_s_all']}" if "clean_s_all" in s[committer] else ""
+                print(
+                    f"{s['case']} {committer} stage medians (ms): {stages}; runs (s): {s[committer]['wall_s_all']}"
+                    f"{cleans}"
+                )
 
 
 def machine_info() -> dict[str, str]:
@@ -716,6 +731,7 @@ def machine_info() -> dict[str, str]:
         "python": platform.python_version(),
         "java": java[0] if java else "?",
         "kernel": platform.release(),
+        "load average": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
     }
 
 
@@ -825,8 +841,9 @@ def main(argv: list[str] | None = None) -> int:
                         measured = bench.run(case, run)
                         results.append(measured)
                         tasks = "" if measured.tasks_s is None else f"; tasks {measured.tasks_s:.2f} s"
+                        clean = "" if measured.clean_s is None else f", until clean {measured.clean_s:.3f} s"
                         print(
-                            f"{case.label} run {run} {measured.committer}: commit_job {measured.wall_s:.3f} s "
+                            f"{case.label} run {run} {measured.committer}: commit_job {measured.wall_s:.3f} s{clean} "
                             f"(committer_commit_job {measured.commit_job_ms} ms; prepare {measured.prepare_s:.1f} s"
                             f"{tasks})",
                             flush=True,
@@ -839,7 +856,9 @@ def main(argv: list[str] | None = None) -> int:
         output["results"] = [asdict(r) for r in results]
         output["floors"] = [asdict(f) for f in floors]
         output["summaries"] = summaries
+        output["load_average_after"] = " ".join(Path("/proc/loadavg").read_text().split()[:3])
         print_table(summaries, committers)
+        print(f"load average after the runs: {output['load_average_after']}")
 
         if args.profile:
             profile = profile_python_commit(root, cases[0], args.profile_top, files)

@@ -47,12 +47,21 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pyspark
 from pyspark.sql import DataFrame, SparkSession, functions
 
+# The checkout this script is in, not whatever package the interpreter finds first (run as a script, Python puts
+# only benchmarks/ on the path, and the editable install of another checkout would be measured instead). Spark's
+# Python workers get it too: see session().
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import manifest_committer as mc
 import manifest_committer.spark as mcs
+
+ROOT = str(Path(__file__).resolve().parents[1])
+"""This checkout: the package measured, in this process and in Spark's workers."""
 
 WRITERS = ("v1", "hadoop-manifest", "ours")
 """The default writers."""
@@ -122,6 +131,9 @@ class Sample:
     commit_job_s: float | None  # committer_commit_job from the summary report (manifest committers)
     spark_job_commit_s: float | None  # Spark's "job commit time" SQL metric (df.write only)
     files: int
+    after_commit_s: float | None = None
+    """From the end of ``commit_job`` (the summary report's modification time) to the write's return: what waits
+    for the background delete of the job's state (``close()`` in the driver's commit worker), plus Spark's tail."""
 
 
 def compile_shim(work: Path) -> Path:
@@ -139,7 +151,19 @@ def compile_shim(work: Path) -> Path:
     return classes
 
 
+def export_root_to_workers() -> None:
+    """Put this checkout first on ``PYTHONPATH`` before the JVM starts: Spark's Python workers (tasks, the data
+    source's planning and job commit) are other processes, and the JVM this process launches passes its
+    ``PYTHONPATH`` on to every worker it starts. Without it they import whichever package their interpreter finds.
+    """
+    rest = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry and entry != ROOT]
+    os.environ["PYTHONPATH"] = os.pathsep.join([ROOT, *rest])
+    # And this interpreter (its virtualenv's packages), not whichever ``python3`` the PATH finds first.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
 def session(classes: Path, reports: Path) -> SparkSession:
+    export_root_to_workers()
     return (
         SparkSession.builder.master("local[2]")
         .appName("bench_spark_write")
@@ -203,15 +227,24 @@ def parse_duration(text: str) -> float:
     return number * {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}[match.group(2)]
 
 
-def summary_commit_job(reports: Path) -> float | None:
+@dataclass(frozen=True)
+class SummaryTimes:
+    commit_job_s: float | None
+    """``committer_commit_job`` of the summary report."""
+    written_at: float
+    """The report's modification time (``time.time()`` scale): the end of ``commit_job``, which writes it last."""
+
+
+def summary_commit_job(reports: Path) -> SummaryTimes:
     """``committer_commit_job`` (seconds) from the only summary report in ``reports``, which is then emptied."""
     found = sorted(reports.glob("summary-*.json"))
     if len(found) != 1:
         raise RuntimeError(f"expected one summary report in {reports}, found {len(found)}")
+    written_at = found[0].stat().st_mtime
     summary = mc.SuccessData.load(str(found[0]))
     found[0].unlink()
     mean = summary.iostatistics.meanstatistics.get("committer_commit_job.mean")
-    return None if mean is None else mean.sum / 1000
+    return SummaryTimes(None if mean is None else mean.sum / 1000, written_at)
 
 
 def count_files(dest: Path) -> int:
@@ -233,9 +266,16 @@ class WriteOptions:
     transactional_markers: str = "batched"
 
 
+@dataclass(frozen=True)
+class WriteTimes:
+    wall_s: float
+    returned_at: float
+    """``time.time()`` when the write returned."""
+
+
 def write_once(  # noqa: PLR0917 (one call site)
     spark: SparkSession, df: DataFrame, writer: str, dest: Path, partitioned: bool, options: WriteOptions
-) -> float:
+) -> WriteTimes:
     partition_by = ["p"] if partitioned else []
     limit = {"maxRecordsPerFile": str(options.max_records_per_file)} if options.max_records_per_file else {}
     if writer in PROTOCOL_WRITERS:
@@ -243,16 +283,17 @@ def write_once(  # noqa: PLR0917 (one call site)
         committer_options = dict(limit)
         if protocol == "transactional":
             committer_options["mapreduce.manifest.committer.markers.type"] = options.transactional_markers
+        # "manifest" is the default protocol on local disk: not passed, so the script also drives checkouts whose
+        # write() has no protocol argument yet (issue 13 compared main with an older commit this way).
+        by_protocol: dict[str, Any] = {} if protocol == "manifest" else {"protocol": protocol}
         started = time.perf_counter()
-        mcs.write(
-            df, str(dest), format="parquet", partition_by=partition_by, protocol=protocol, options=committer_options
-        )
-        return time.perf_counter() - started
+        mcs.write(df, str(dest), format="parquet", partition_by=partition_by, options=committer_options, **by_protocol)
+        return WriteTimes(time.perf_counter() - started, time.time())
     commit_protocol = SHIM_CLASS if writer == "hadoop-manifest" else SPARK_PROTOCOL
     spark.conf.set("spark.sql.sources.commitProtocolClass", commit_protocol)
     started = time.perf_counter()
     df.write.options(**limit).parquet(str(dest), partitionBy=partition_by or None)
-    return time.perf_counter() - started
+    return WriteTimes(time.perf_counter() - started, time.time())
 
 
 def run(args: argparse.Namespace) -> list[Sample]:
@@ -262,6 +303,10 @@ def run(args: argparse.Namespace) -> list[Sample]:
     classes = compile_shim(work)
     spark = session(classes, reports)
     spark.sparkContext.setLogLevel("ERROR")
+    in_workers, here = worker_package(spark), str(Path(mc.__file__).parent)
+    if in_workers != here:
+        spark.stop()
+        raise RuntimeError(f"Spark's Python workers import manifest_committer from {in_workers}, this process {here}")
     samples: list[Sample] = []
     writers: list[str] = list(dict.fromkeys(args.writers))
     try:
@@ -282,10 +327,19 @@ def run(args: argparse.Namespace) -> list[Sample]:
                 shift = index % len(writers)
                 for writer in writers[shift:] + writers[:shift]:
                     dest = work / f"{case}-{writer}-{index}"
-                    wall = write_once(spark, df, writer, dest, partitions > 1, options)
+                    times = write_once(spark, df, writer, dest, partitions > 1, options)
                     metric = None if writer in PROTOCOL_WRITERS else last_job_commit_metric(spark)
-                    commit = None if writer == "v1" else summary_commit_job(reports)
-                    sample = Sample(case, writer, index, wall, commit, metric, count_files(dest))
+                    summary = None if writer == "v1" else summary_commit_job(reports)
+                    sample = Sample(
+                        case,
+                        writer,
+                        index,
+                        times.wall_s,
+                        None if summary is None else summary.commit_job_s,
+                        metric,
+                        count_files(dest),
+                        None if summary is None else times.returned_at - summary.written_at,
+                    )
                     if sample.files != expected:
                         raise RuntimeError(f"{writer} wrote {sample.files} files into {dest}, not {expected}")
                     samples.append(sample)
@@ -296,6 +350,31 @@ def run(args: argparse.Namespace) -> list[Sample]:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     return samples
+
+
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages: the machine is shared, so every run notes them."""
+    path = Path("/proc/loadavg")
+    return " ".join(path.read_text().split()[:3]) if path.exists() else "n/a"
+
+
+def worker_package(spark: SparkSession) -> str:
+    """Where a Spark Python worker imports ``manifest_committer`` from."""
+
+    def locate(_: object) -> str:
+        import manifest_committer as package
+
+        return str(Path(package.__file__).parent)
+
+    return str(spark.sparkContext.parallelize([0], 1).map(locate).collect()[0])
+
+
+def checkout_commit() -> str:
+    """The commit this checkout has checked out (what ``ours`` measures), or ``"unknown"``."""
+    result = subprocess.run(
+        ["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return result.stdout.strip() if result.returncode == 0 else "unknown"
 
 
 def median(values: list[float | None]) -> float | None:
@@ -311,8 +390,9 @@ def table(samples: list[Sample]) -> str:
         return "n/a" if a is None or not b else f"{a / b:.2f}"
 
     lines = [
-        "| case | files | runs | writer | wall s | job commit s (summary) | job commit s (Spark metric) |",
-        "| --- | ---: | ---: | --- | ---: | ---: | ---: |",
+        "| case | files | runs | writer | wall s | job commit s (summary) | job commit s (Spark metric) "
+        "| after commit_job s |",
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     medians: dict[tuple[str, str], tuple[float | None, float | None, float | None]] = {}
     cases = list(dict.fromkeys(sample.case for sample in samples))
@@ -325,10 +405,11 @@ def table(samples: list[Sample]) -> str:
             wall = median([row.wall_s for row in rows])
             commit = median([row.commit_job_s for row in rows])
             metric = median([row.spark_job_commit_s for row in rows])
+            after = median([row.after_commit_s for row in rows])
             medians[(case, writer)] = (wall, commit, metric)
             lines.append(
                 f"| {case} | {rows[0].files:,} | {len(rows)} | {writer} | {cell(wall)} | {cell(commit)} "
-                f"| {cell(metric)} |"
+                f"| {cell(metric)} | {cell(after)} |"
             )
     lines.append("")
     lines.append("| case | writer | wall / v1 | wall / hadoop | job commit / hadoop | job commit / v1 (metric) |")
@@ -376,13 +457,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(
         f"python {platform.python_version()}, pyspark {pyspark.__version__}, {os.cpu_count()} cores, "
-        f"{platform.platform()}",
+        f"{platform.platform()}; manifest_committer from {Path(mc.__file__).parent} ({checkout_commit()}); "
+        f"load average {load_average()}",
         flush=True,
     )
     samples = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(sample) for sample in samples], indent=1))
     print(table(samples))
+    print(f"load average at the end {load_average()}")
     return 0
 
 

@@ -16,7 +16,9 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import manifest_committer as mc
 import manifest_committer.spark as mcs
+from manifest_committer.operate import inspect_destination
 from manifest_committer.spark.datasource import ManifestDataSource, ManifestWriter
+from manifest_committer.store import open_store
 
 pytestmark = pytest.mark.spark
 
@@ -27,6 +29,8 @@ SCHEMA = StructType(
     [StructField("id", LongType()), StructField("name", StringType()), StructField("country", StringType())]
 )
 ROWS = [(i, f"name {i}", ["DE", "FR", "a b/c=d%", None][i % 4]) for i in range(40)]
+CLEANUP_THREAD = "manifest-committer-cleanup-"
+"""The name prefix of the background delete's threads (``stages/cleanup.py``)."""
 
 
 def frame(spark: SparkSession, rows: list[tuple[Any, ...]] = ROWS, partitions: int = 3) -> DataFrame:
@@ -384,3 +388,27 @@ def test_write_returns_the_jobs_summary_without_success_file(
     assert mc.SuccessData.load(str(out / "_SUCCESS")).job_id == first.job_id, "the earlier job's, left in place"
     assert read_back(spark, out) == sorted(ROWS)
     assert mcs.write(frame(spark, ROWS[:1]), str(out), mode="ignore", protocol=protocol) is None
+
+
+def test_nothing_of_the_job_outlives_the_write(spark: SparkSession, tmp_path: Path) -> None:
+    """The driver's job commit runs in a Python worker that Spark starts and then ends: the background delete of
+    the job's state (``stages/cleanup.py``) is waited for there (the committer's ``close()``) before the worker
+    answers Spark. So when ``write`` returns, the store is clean and the caller's process holds no delete of its
+    own: an application that exits right after the write leaves no ``_temporary`` (not even an empty one),
+    ``status`` shows no job and nothing being deleted, and the next job finds nothing to sweep."""
+    out = tmp_path / "out"
+    for mode, rows in (("errorifexists", ROWS[:20]), ("append", ROWS[20:])):
+        summary = mcs.write(frame(spark, rows), str(out), partition_by=["country"], mode=mode)
+        assert summary is not None and summary.success
+
+        assert not (out / "_temporary").exists(), sorted(str(p) for p in (out / "_temporary").rglob("*"))
+        cleaning = [thread.name for thread in threading.enumerate() if thread.name.startswith(CLEANUP_THREAD)]
+        assert cleaning == [], "the caller's process deletes nothing: its exit can interrupt nothing"
+        store, dest = open_store(str(out))
+        try:
+            status = inspect_destination(store, dest)
+        finally:
+            store.close()
+        assert status.jobs == [] and status.state_being_deleted == []
+        assert status.last_success is not None and status.last_success.job_id == summary.job_id
+    assert read_back(spark, out) == sorted(ROWS)
