@@ -28,6 +28,7 @@ import itertools
 import json
 import os
 import platform
+import posixpath
 import statistics
 import sys
 import time
@@ -85,20 +86,20 @@ class IndexedMemoryStore(MemoryStore):
     def _add_dir(self, path: str) -> None:
         while path and path not in self._subdirs:
             self._subdirs[path] = set()
-            parent = path.rsplit("/", 1)[0] if "/" in path else ""
+            parent = posixpath.dirname(path)
             if parent:
                 self._add_dir(parent)
                 self._subdirs[parent].add(path)
             path = parent
 
     def _add_file(self, key: str) -> None:
-        parent = key.rsplit("/", 1)[0] if "/" in key else ""
+        parent = posixpath.dirname(key)
         if parent:
             self._add_dir(parent)
         self._files.setdefault(parent, set()).add(key)
 
     def _forget_file(self, key: str) -> None:
-        parent = key.rsplit("/", 1)[0] if "/" in key else ""
+        parent = posixpath.dirname(key)
         self._files.get(parent, set()).discard(key)
 
     def info(self, path: str) -> FileStatus | None:
@@ -150,7 +151,7 @@ class IndexedMemoryStore(MemoryStore):
                     self.fs.store.pop(key, None)
                 pending.extend(dirs.pop(directory, ()))
             if removed:
-                parent = path.rsplit("/", 1)[0] if "/" in path else ""
+                parent = posixpath.dirname(path)
                 dirs.get(parent, set()).discard(path)
                 self.fs.pseudo_dirs[:] = [d for d in self.fs.pseudo_dirs if d not in removed]
             self._indexed_keys = self._size()
