@@ -31,11 +31,12 @@ import platform
 import posixpath
 import statistics
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +169,50 @@ class IndexedMemoryStore(MemoryStore):
             return deleted
 
 
+class ConcurrentIndexedMemoryStore(IndexedMemoryStore):
+    """``IndexedMemoryStore`` that says it takes a batch of renames in flight at once, as the stores with an async
+    client do (Azure, GCS): a rename here takes microseconds, so running the batch's in turn is the same as at
+    once, and the ``FaultInjectingStore`` around it sleeps the latency once for the whole batch."""
+
+    capabilities = replace(IndexedMemoryStore.capabilities, concurrent_calls=True)
+
+
+class PeakCountingStore(FaultInjectingStore):
+    """Counts the store calls in flight at once (a batch counts each of its calls), to show that
+    ``io.threads`` still bounds them when one thread puts several in flight."""
+
+    def __init__(self, inner: StoreOperations) -> None:
+        super().__init__(inner)
+        self.peak = 0
+        self._in_flight = 0
+        self._counting = threading.Lock()
+
+    def _enter(self, calls: int) -> None:
+        with self._counting:
+            self._in_flight += calls
+            self.peak = max(self.peak, self._in_flight)
+
+    def _leave(self, calls: int) -> None:
+        with self._counting:
+            self._in_flight -= calls
+
+    def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
+        self._enter(1)
+        try:
+            return super().around(operation, path, call)
+        finally:
+            self._leave(1)
+
+    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        if not self.capabilities.concurrent_calls:
+            return super().rename_files(pairs)  # one by one, through ``around``
+        self._enter(len(pairs))
+        try:
+            return super().rename_files(pairs)
+        finally:
+            self._leave(len(pairs))
+
+
 @dataclass
 class Measurement:
     store: str
@@ -190,6 +235,10 @@ class Measurement:
     commit_cpu_s: float = 0.0
     """CPU time of the process (every thread, user and system) during ``commit_job``: over the store calls, the
     CPU a call costs, which bounds the calls per second on the machine's cores whatever the thread count."""
+    concurrent_calls: bool = False
+    """The store took each unit's renames in flight together (``--calls concurrent``)."""
+    peak_in_flight: int = 0
+    """The most store calls in flight at once during ``commit_job``."""
 
     @property
     def total_task_calls(self) -> int:
@@ -226,12 +275,17 @@ def run_job(
     protocol: str = "manifest",
     task_threads: int = 1,
     task_latency: float = 0.0,
+    concurrent_calls: bool = False,
 ) -> Measurement:
     """Run a job's tasks with ``task_latency`` on every store call, then time its ``commit_job`` with ``latency``."""
-    wrappers: list[FaultInjectingStore] = []
+    wrappers: list[PeakCountingStore] = []
 
     def wrap(inner: StoreOperations) -> StoreOperations:
-        wrapper = FaultInjectingStore(IndexedMemoryStore(inner.fs) if indexed else inner)
+        if concurrent_calls:
+            inner = ConcurrentIndexedMemoryStore(inner.fs)
+        elif indexed:
+            inner = IndexedMemoryStore(inner.fs)
+        wrapper = PeakCountingStore(inner)
         wrappers.append(wrapper)
         return wrapper
 
@@ -266,6 +320,7 @@ def run_job(
         task_calls = dict(wrapper.calls)
         wrapper.calls.clear()
         wrapper.latency = latency
+        wrapper.peak = 0
         committed_start, cpu_start = time.perf_counter(), time.process_time()
         success = committer.commit_job()
         commit_s = time.perf_counter() - committed_start
@@ -292,6 +347,8 @@ def run_job(
         task_latency_s=task_latency,
         task_calls=task_calls,
         commit_cpu_s=commit_cpu_s,
+        concurrent_calls=concurrent_calls,
+        peak_in_flight=wrapper.peak,
     )
 
 
@@ -306,20 +363,27 @@ def _describe(measured: Measurement) -> str:
         f"{measured.protocol}: commit_job {measured.commit_job_s:.2f} s, {measured.total_calls} calls; "
         f"tasks {measured.tasks_s:.2f} s ({measured.task_threads} threads, {measured.total_task_calls} calls, "
         f"commit_task sum {measured.commit_task_s:.2f} s); CPU {measured.commit_cpu_s:.2f} s, "
-        f"{measured.commit_cpu_s / max(1, measured.total_calls) * 1e6:.0f} us a store call"
+        f"{measured.commit_cpu_s / max(1, measured.total_calls) * 1e6:.0f} us a store call; "
+        f"calls {'concurrent' if measured.concurrent_calls else 'one by one'}, peak in flight {measured.peak_in_flight}"
     )
 
 
 def latency_cases(args: argparse.Namespace) -> list[Measurement]:
     results = []
-    for threads, run, latency, indexed in itertools.product(
-        args.threads, range(args.runs), (args.latency, 0.0) if args.baseline else (args.latency,), args.inner
+    for threads, run, latency, indexed, concurrent in itertools.product(
+        args.threads,
+        range(args.runs),
+        (args.latency, 0.0) if args.baseline else (args.latency,),
+        args.inner,
+        args.calls,
     ):
+        if concurrent and not indexed:
+            continue  # the concurrent store is the indexed one
         for protocol in _rotated(args.protocol, run):
             fsspec.filesystem("memory").store.clear()
             fsspec.filesystem("memory").pseudo_dirs[:] = [""]
             measured = run_job(
-                "memory-indexed" if indexed else "memory",
+                ("memory-concurrent" if concurrent else "memory-indexed") if indexed else "memory",
                 f"memory://bench/out-{threads}-{run}",
                 tasks=args.tasks,
                 files_per_task=args.files_per_task,
@@ -329,6 +393,7 @@ def latency_cases(args: argparse.Namespace) -> list[Measurement]:
                 protocol=protocol,
                 task_threads=args.task_threads,
                 task_latency=latency if args.task_latency else 0.0,
+                concurrent_calls=concurrent,
             )
             results.append(measured)
             print(
@@ -386,9 +451,9 @@ def print_tables(results: list[Measurement]) -> None:
         groups.setdefault((result.store, result.protocol, result.io_threads, result.latency_s), []).append(result)
     print(
         "\n| store | protocol | files | io.threads | store calls | median commit_job (s) | ideal (s) "
-        "| measured / ideal | CPU (s) | CPU a store call (us) |"
+        "| measured / ideal | CPU (s) | CPU a store call (us) | peak calls in flight |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (store, protocol, threads, _), runs in groups.items():
         if runs[0].latency_s <= 0:
             continue
@@ -397,7 +462,8 @@ def print_tables(results: list[Measurement]) -> None:
         cpu = statistics.median(r.commit_cpu_s for r in runs)
         print(
             f"| {store} | {protocol} | {runs[0].files:,} | {threads} | {runs[0].total_calls:,} | {wall:.2f} "
-            f"| {ideal:.2f} | {wall / ideal:.2f} | {cpu:.2f} | {cpu / runs[0].total_calls * 1e6:.0f} |"
+            f"| {ideal:.2f} | {wall / ideal:.2f} | {cpu:.2f} | {cpu / runs[0].total_calls * 1e6:.0f} "
+            f"| {max(r.peak_in_flight for r in runs)} |"
         )
     print("\n| store | protocol | files | io.threads | store calls | median commit_job (s) | files/s |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -450,6 +516,15 @@ def main(argv: list[str] | None = None) -> int:
         default=[False, True],
         metavar="{memory,indexed}",
         help="inner store(s) of the latency case: fsspec memory, or memory with O(1) probes (default both)",
+    )
+    parser.add_argument(
+        "--calls",
+        type=lambda v: v == "concurrent",
+        nargs="+",
+        default=[False],
+        metavar="{one-by-one,concurrent}",
+        help="indexed store's renames one by one, or a unit's in flight together as an async client's (default "
+        "one-by-one)",
     )
     parser.add_argument("--baseline", action="store_true", help="also time each latency case with latency 0")
     parser.add_argument("--runs", type=int, default=1, help="runs per case (default 1)")

@@ -9,6 +9,7 @@ flight finishes, and the first error is raised.
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
 from typing import TypeVar
@@ -73,3 +74,31 @@ def run_bounded(
             take_one()
     if first_error is not None:
         raise first_error
+
+
+class CallSlots:
+    """At most ``limit`` store calls in flight across a job's threads, when a thread may put several in flight
+    at once (``StoreCapabilities.concurrent_calls``): ``io.threads`` keeps meaning the calls a store sees at once.
+
+    A batch takes what is free, at least one slot, rather than waiting for all it wants: single calls would
+    otherwise overtake a large batch for ever.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self._free = self.limit
+        self._changed = threading.Condition()
+
+    def take(self, wanted: int) -> int:
+        """Block until a slot is free; take up to ``wanted`` (at least one) and return how many."""
+        with self._changed:
+            while self._free == 0:
+                self._changed.wait()
+            taken = min(max(1, wanted), self._free)
+            self._free -= taken
+            return taken
+
+    def give(self, count: int) -> None:
+        with self._changed:
+            self._free += count
+            self._changed.notify(count)

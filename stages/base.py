@@ -6,14 +6,15 @@ import logging
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..config import CommitterConfig
-from ..errors import JobStateError, UnsupportedStoreError
+from ..errors import CommitterError, JobStateError, UnsupportedStoreError
 from ..iostatistics import StatisticsStore, elapsed_ms
+from ..parallel import CallSlots
 from ..paths import JobPaths
 from ..retry import DEFINITE_ERRORS, RetryPolicy
 from ..statistic_names import (
@@ -61,10 +62,16 @@ class StageContext:
     active_stage: str = ""
     store_retry: RetryPolicy = field(init=False)
     save_retry: RetryPolicy = field(init=False)
+    call_slots: CallSlots | None = field(init=False, default=None)
+    """Where one thread may put several calls in flight (``concurrent_calls``), what bounds all of them at
+    ``io.threads``; ``None`` elsewhere, where the pool's threads bound them."""
     _checked_store: StoreOperations | None = field(init=False, default=None, repr=False)
     _upload_store: UploadStore | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
+        capabilities = self.store.capabilities
+        if capabilities.concurrent_calls and not capabilities.microsecond_calls:
+            self.call_slots = CallSlots(self.config.io_threads)
         self.store_retry = RetryPolicy(
             attempts=self.config.store_retry_attempts,
             initial_wait=self.config.store_retry_interval,
@@ -179,6 +186,9 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         from evidence), so that one policy governs each call. ``path`` names it in retry warnings.
         """
         stats = self.stats
+        slots = self.context.call_slots
+        if slots is not None:
+            slots.take(1)
         start = time.perf_counter()  # as ``stats.track``, without a generator per call (the gate is hot)
         try:
             result = (
@@ -187,6 +197,9 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         except BaseException:
             stats.add_duration(statistic, elapsed_ms(start), failed=True)
             raise
+        finally:
+            if slots is not None:
+                slots.give(1)
         stats.add_duration(statistic, elapsed_ms(start))
         return result
 
@@ -225,6 +238,37 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         """One untimed, unretried rename attempt: the hot loop of a job commit, which times its renames in a
         per-batch accumulator and settles any error in its slow path through the calls above."""
         self._store.rename_file(source, dest)
+
+    def rename_files_fast(
+        self, pairs: Sequence[tuple[str, str]], record: Callable[[int], None]
+    ) -> list[Exception | None]:
+        """Unretried rename attempts, as many in flight at once as ``call_slots`` has free (the whole batch if no
+        slots bound it); an outcome per pair tried: ``None`` moved, else the error to settle. After a round of
+        calls with an error no more are started, so the list may be shorter than ``pairs``. ``record`` gets each
+        call's milliseconds (a batch's calls take as long as the batch), not the wait for slots."""
+        slots = self.context.call_slots
+        outcomes: list[Exception | None] = []
+        done = 0
+        while done < len(pairs):
+            taken = len(pairs) - done if slots is None else slots.take(len(pairs) - done)
+            start = time.perf_counter()
+            try:
+                answered = self._store.rename_files(pairs[done : done + taken])
+            finally:
+                if slots is not None:
+                    slots.give(taken)
+            if len(answered) != taken:
+                raise CommitterError(
+                    f"{self.to_url(pairs[done][1])}: the store answered {len(answered)} of {taken} renames"
+                )
+            outcomes += answered
+            elapsed = elapsed_ms(start)
+            for _ in range(taken):
+                record(elapsed)
+            done += taken
+            if any(outcome is not None for outcome in outcomes[-taken:]):
+                break
+        return outcomes
 
     def rename_dir(self, source: str, dest: str) -> None:
         """Move a tree in one call, never onto anything (only where ``capabilities.directory_rename``)."""

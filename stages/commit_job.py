@@ -93,7 +93,12 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
                 record = CommitRecord(
                     self.paths.job_id,
                     dict(zip(loaded.task_ids, loaded.task_attempt_ids, strict=True)),
-                    unit_size(self.config, loaded.file_count, microsecond_calls=self.capabilities.microsecond_calls),
+                    unit_size(
+                        self.config,
+                        loaded.file_count,
+                        microsecond_calls=self.capabilities.microsecond_calls,
+                        concurrent_calls=self.capabilities.concurrent_calls,
+                    ),
                 )
                 write_commit_record(self, record)  # before the destination first changes
                 journal = JournalRun.first(record.unit_size)

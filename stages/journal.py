@@ -16,7 +16,10 @@ decided from what the job itself recorded, under ``JobPaths.journal_dir``, befor
     attempt id order; the name is the unit's first row), its intent; after the unit, or in a ``finally``
     when it fails part-way, ``{"upTo": k, "notMovable": b}``:
     rows below ``k`` are this job's; row ``k``, where the unit stopped, was certainly not moved
-    (``notMovable``) or may have been (its rename failed in a way that does not say).
+    (``notMovable``) or may have been (its rename failed in a way that does not say). A unit whose renames were
+    in flight together (``concurrent_calls``) may have moved rows after ``k`` as well: ``alsoOurs`` lists those,
+    ``alsoInDoubt`` those whose rename failed in a way that does not say; rows after ``k`` in neither list were
+    certainly not moved.
 
 A row is this job's when a ``done`` record puts it below ``upTo``; when it is *in doubt* (an intent without its
 ``done``: the process died mid-unit; or the row a unit stopped at, not known unmovable) it is this job's only if
@@ -197,21 +200,41 @@ class UnitHistory:
     """An intent without its ``done``: every row from here on may have been moved."""
     doubt_rows: frozenset[int] = field(default_factory=frozenset)
     """Rows where a unit stopped with an error that does not say whether the rename happened."""
+    ours_rows: frozenset[int] = field(default_factory=frozenset)
+    """Rows at or above ``ours_below`` that a unit of renames in flight together moved before it stopped."""
 
     def recorded_ours(self, index: int) -> bool:
-        return index < self.ours_below
+        return index < self.ours_below or index in self.ours_rows
 
     def in_doubt(self, index: int) -> bool:
-        if index < self.ours_below:
+        if self.recorded_ours(index):
             return False
         return (self.doubt_from is not None and index >= self.doubt_from) or index in self.doubt_rows
 
     @property
     def touched(self) -> bool:
-        return self.ours_below > 0 or self.doubt_from is not None or bool(self.doubt_rows)
+        return self.ours_below > 0 or self.doubt_from is not None or bool(self.doubt_rows) or bool(self.ours_rows)
 
 
 NO_HISTORY = UnitHistory()
+
+
+@dataclass(frozen=True, slots=True)
+class _DoneRecord:
+    up_to: int
+    not_movable: bool
+    also_ours: frozenset[int]
+    also_in_doubt: frozenset[int]
+
+
+def _rows_after(document: Any, key: str, up_to: int, rows: int, origin: str) -> frozenset[int]:
+    """The optional list of row indices ``key``, each after ``up_to`` and inside the unit, else ``ManifestError``."""
+    found = document.get(key, [])
+    if not isinstance(found, list) or not all(
+        isinstance(index, int) and not isinstance(index, bool) and up_to < index < rows for index in found
+    ):
+        raise ManifestError(f"{origin}: malformed {key} (row indices after upTo {up_to} and below {rows})")
+    return frozenset(found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,18 +287,20 @@ class Journal:
         ours_below = 0
         doubt_from: int | None = None
         doubt_rows: set[int] = set()
+        ours_rows: set[int] = set()
         for run in range(self.earlier_runs):
             done = self._read_done(run, unit)
             if done is not None:
-                up_to, not_movable = done
-                ours_below = max(ours_below, up_to)
-                if up_to < len(unit.rows) and not not_movable:
-                    doubt_rows.add(up_to)
+                ours_below = max(ours_below, done.up_to)
+                if done.up_to < len(unit.rows) and not done.not_movable:
+                    doubt_rows.add(done.up_to)
+                ours_rows.update(done.also_ours)
+                doubt_rows.update(done.also_in_doubt)
             elif self.gate.info(self._unit_path(run, unit, "intent")) is not None:
                 doubt_from = 0
-        return UnitHistory(ours_below, doubt_from, frozenset(doubt_rows))
+        return UnitHistory(ours_below, doubt_from, frozenset(doubt_rows), frozenset(ours_rows))
 
-    def _read_done(self, run: int, unit: RenameUnit) -> tuple[int, bool] | None:
+    def _read_done(self, run: int, unit: RenameUnit) -> _DoneRecord | None:
         path = self._unit_path(run, unit, "done")
         data = _read_if_present(self.gate, path)
         if data is None:
@@ -285,19 +310,33 @@ class Journal:
             up_to, not_movable = document["upTo"], document["notMovable"]
             if not isinstance(up_to, int) or not isinstance(not_movable, bool) or not 0 <= up_to <= len(unit.rows):
                 raise ManifestError(f"{self.gate.to_url(path)}: malformed record")
+            also_ours = _rows_after(document, "alsoOurs", up_to, len(unit.rows), self.gate.to_url(path))
+            also_in_doubt = _rows_after(document, "alsoInDoubt", up_to, len(unit.rows), self.gate.to_url(path))
         except (ManifestError, KeyError, TypeError) as error:
             log.warning("Unreadable journal record %s counts as missing: %s", self.gate.to_url(path), error)
             return None
-        return up_to, not_movable
+        return _DoneRecord(up_to, not_movable, also_ours, also_in_doubt)
 
     def begin(self, unit: RenameUnit) -> None:
         """Record the intent to rename ``unit``, before its first rename."""
         self.gate.write_bytes(self._unit_path(self._writing_run, unit, "intent"), dump_json({"rows": len(unit.rows)}))
 
-    def finish(self, unit: RenameUnit, up_to: int, *, not_movable: bool = False) -> None:
+    def finish(
+        self,
+        unit: RenameUnit,
+        up_to: int,
+        *,
+        not_movable: bool = False,
+        also_ours: Iterable[int] = (),
+        also_in_doubt: Iterable[int] = (),
+    ) -> None:
         """Record that rows below ``up_to`` are this job's; row ``up_to`` (if any) failed, certainly unmoved
-        when ``not_movable``."""
-        record = {"rows": len(unit.rows), "upTo": up_to, "notMovable": not_movable}
+        when ``not_movable``; of the rows after it, ``also_ours`` moved and ``also_in_doubt`` may have."""
+        record: dict[str, Any] = {"rows": len(unit.rows), "upTo": up_to, "notMovable": not_movable}
+        if also_ours:
+            record["alsoOurs"] = sorted(also_ours)
+        if also_in_doubt:
+            record["alsoInDoubt"] = sorted(also_in_doubt)
         self.gate.write_bytes(self._unit_path(self._writing_run, unit, "done"), dump_json(record))
 
     @property

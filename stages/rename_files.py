@@ -27,7 +27,7 @@ from ..statistic_names import (
 )
 from ..success_data import SUCCESS_FILENAME_LIMIT
 from .base import Stage
-from .journal import Evidence, Journal, JournalRun, evidence
+from .journal import Evidence, Journal, JournalRun, UnitHistory, evidence
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,9 @@ MICROSECOND_UNIT_FACTOR = 8
 """Where store calls take microseconds, units may be this many times ``rename_batch_size``."""
 
 
-def unit_size(config: CommitterConfig, file_count: int, *, microsecond_calls: bool = False) -> int:
+def unit_size(
+    config: CommitterConfig, file_count: int, *, microsecond_calls: bool = False, concurrent_calls: bool = False
+) -> int:
     """Rows per unit of renames: several per thread, large enough to amortise the pool and the journal.
 
     Each unit costs two journal records. Where a store call takes microseconds (local disk), two records cost
@@ -112,12 +114,16 @@ def unit_size(config: CommitterConfig, file_count: int, *, microsecond_calls: bo
     units are cut for those workers and may grow to ``MICROSECOND_UNIT_FACTOR`` times ``rename_batch_size``:
     a 10,000-file local commit writes 32 records instead of 254. A rerun after a crash probes the rows of the
     unit in doubt (two ``stat`` calls each there), so larger units cost it nothing that matters.
+
+    Where one thread puts a unit's renames in flight together (``concurrent_calls``), ``io.threads`` bounds the
+    calls, not the units: one unit per thread's worth of files keeps every slot busy with a quarter of the
+    records.
     """
     if microsecond_calls:
         workers = min(config.io_threads, 2 * (os.cpu_count() or 1))
         per_worker = file_count // (workers * 4) + 1
         return max(1, min(config.rename_batch_size * MICROSECOND_UNIT_FACTOR, per_worker))
-    per_thread = file_count // (config.io_threads * 4) + 1
+    per_thread = file_count // (config.io_threads * (1 if concurrent_calls else 4)) + 1
     return max(1, min(config.rename_batch_size, per_thread))
 
 
@@ -185,6 +191,8 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, batch.filenames)
             return batch
         journal.begin(unit)
+        if self.capabilities.concurrent_calls:
+            return self._rename_at_once(journal, unit, history, batch)
         rename = self.rename_file_fast
         durations = batch.durations
         record = durations.record
@@ -223,10 +231,82 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, [row.dest_url for row in rows])
         return batch
 
-    def _finish_after_failure(self, journal: Journal, unit: RenameUnit, index: int, *, not_movable: bool) -> None:
+    def _rename_at_once(
+        self, journal: Journal, unit: RenameUnit, history: UnitHistory, batch: _BatchResult
+    ) -> _BatchResult:
+        """The unit's renames in flight together (a store with ``concurrent_calls``); the failed ones are then
+        settled one by one, in row order, on the slow path.
+
+        Rows after the first that could not be settled may have moved too, so the ``done`` record lists them
+        (``alsoOurs``, ``alsoInDoubt``). An interrupt while the batch is in flight writes no record: the unit
+        stays in doubt from its intent, and evidence decides each row.
+        """
+        rows = unit.rows
+        pending = [index for index in range(len(rows)) if not history.recorded_ours(index)]
+        batch.already_committed = len(rows) - len(pending)
+        durations = batch.durations
+        stopped_at: int | None = None
+        stopping_error: BaseException | None = None
+        not_movable = False
+        also_ours: list[int] = []
+        also_in_doubt: list[int] = []
+        while pending and stopped_at is None:
+            outcomes = self.rename_files_fast(
+                [(rows[index].source, rows[index].dest) for index in pending], durations.record
+            )
+            for index, error in zip(pending, outcomes, strict=False):
+                if error is not None:
+                    try:
+                        outcome = self._rename_slow_path(rows[index], error, history.in_doubt(index))
+                    except _NotMovableError as failure:
+                        durations.failures += 1
+                        if stopped_at is None:
+                            stopped_at, stopping_error, not_movable = index, failure, True
+                        continue
+                    except Exception as failure:
+                        durations.failures += 1
+                        if stopped_at is None:
+                            stopped_at, stopping_error = index, failure
+                        else:
+                            also_in_doubt.append(index)
+                        continue
+                    if outcome is RenameOutcome.ALREADY_COMMITTED:
+                        batch.already_committed += 1
+                    elif outcome is RenameOutcome.RECOVERED:
+                        batch.recovered += 1
+                if stopped_at is not None:
+                    also_ours.append(index)
+            pending = pending[len(outcomes) :]
+        if stopped_at is None:
+            journal.finish(unit, len(rows))
+            batch.files = len(rows)
+            batch.bytes = sum(row.size for row in rows)
+            batch.filenames = heapq.nsmallest(SUCCESS_FILENAME_LIMIT, [row.dest_url for row in rows])
+            return batch
+        self.stats.add_accumulator(durations)  # the batch's result is lost with the error
+        self._finish_after_failure(
+            journal, unit, stopped_at, not_movable=not_movable, also_ours=also_ours, also_in_doubt=also_in_doubt
+        )
+        assert stopping_error is not None
+        if isinstance(stopping_error, _NotMovableError):
+            raise stopping_error.error from stopping_error.__cause__
+        raise stopping_error
+
+    def _finish_after_failure(
+        self,
+        journal: Journal,
+        unit: RenameUnit,
+        index: int,
+        *,
+        not_movable: bool,
+        also_ours: list[int] | None = None,
+        also_in_doubt: list[int] | None = None,
+    ) -> None:
         """Record how far a failed unit got; a failure to record is logged, so the original error is raised."""
         try:
-            journal.finish(unit, index, not_movable=not_movable)
+            journal.finish(
+                unit, index, not_movable=not_movable, also_ours=also_ours or (), also_in_doubt=also_in_doubt or ()
+            )
         except Exception as error:
             log.warning(
                 "Could not record the renames of unit %s of job %s (they stay in doubt): %s",

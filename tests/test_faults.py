@@ -16,6 +16,7 @@ from manifest_committer.statistic_names import (
     TASK_STAGE_SAVE_TASK_MANIFEST,
 )
 from manifest_committer.store import Fault, FaultInjectingStore, open_store
+from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.committing import FAST, FaultCapture, output, run_task, success_file, tree
 
 FAILURES = ".failures"
@@ -371,3 +372,30 @@ def test_a_seeded_flaky_job_commits_exactly_and_reproducibly(tmp_path: Path) -> 
     assert first_injected == second_injected
     assert first_injected["rename_file"] >= 1
     assert first_output == second_output
+
+
+def test_a_batch_to_a_store_with_concurrent_calls_sleeps_once_and_fails_per_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
+    inner, root = open_store(str(tmp_path))
+    for name in "abcd":
+        inner.write_bytes(f"{root}/{name}", name.encode())
+    pairs = [(f"{root}/{name}", f"{root}/{name}.moved") for name in "abcd"]
+    faults = [Fault("rename_file", "/b ->"), Fault("rename_file", "/c ->", when="after")]
+
+    one_by_one = FaultInjectingStore(inner, faults, latency=0.02)
+    assert [type(o).__name__ for o in one_by_one.rename_files(pairs[:1])] == ["NoneType"]
+    assert sleeps == [0.02]
+
+    sleeps.clear()
+    together = FaultInjectingStore(InFlightTogether(inner), faults, latency=0.02)
+    assert together.capabilities.concurrent_calls
+    outcomes = together.rename_files(pairs[1:])
+    assert sleeps == [0.02], "the batch's calls are in flight together: one latency for all"
+    assert [type(o).__name__ for o in outcomes] == ["TimeoutError", "TimeoutError", "NoneType"]
+    assert together.calls["rename_file"] == 3 and together.injected["rename_file"] == 2
+    assert inner.info(f"{root}/b") is not None, "a fault before the call: not moved"
+    assert inner.info(f"{root}/c.moved") is not None, "a fault after the call: moved, then failed"
+    assert inner.info(f"{root}/d.moved") is not None

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from manifest_committer.parallel import run_bounded
+from manifest_committer.parallel import CallSlots, run_bounded
 
 
 class CountingPool(ThreadPoolExecutor):
@@ -202,3 +202,17 @@ def test_a_completion_costs_the_same_however_many_are_in_flight() -> None:
         run_bounded(pool, range(500), slow_square, max_in_flight=256, on_result=results.append)
     assert sorted(results) == [n * n for n in range(500)]
     assert _CountingList.appended == 0
+
+
+def test_call_slots_give_a_batch_what_is_free_and_block_when_none_is() -> None:
+    slots = CallSlots(4)
+    assert slots.take(3) == 3
+    assert slots.take(5) == 1, "a batch takes what is free rather than wait for all it wants"
+    taken: list[int] = []
+    waiter = threading.Thread(target=lambda: taken.append(slots.take(2)))
+    waiter.start()
+    waiter.join(0.2)
+    assert waiter.is_alive() and not taken, "no slot free: the batch waits"
+    slots.give(3)
+    waiter.join(5)
+    assert taken == [2]

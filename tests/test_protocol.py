@@ -799,6 +799,8 @@ def test_abort_job_after_a_successful_commit_keeps_the_output(destination: str) 
 class FailCleanupAfterSuccess(FaultInjectingStore):
     """Once ``_SUCCESS`` is in place, every delete or move in the job's temporary directory fails."""
 
+    passes_batches = False  # intercepts rename_file: batches must reach it
+
     def rename_file(self, source: str, dest: str) -> None:
         super().rename_file(source, dest)
         if dest.endswith("/_SUCCESS"):

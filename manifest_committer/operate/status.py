@@ -434,10 +434,13 @@ def _journal_progress(reads: _Reads) -> tuple[int, int, int]:
 def _up_to(reads: _Reads, path: str) -> int:
     data = reads.try_read(path)
     try:
-        up_to = load_json_document(data or b"", reads.to_url(path))["upTo"]
-    except (CommitterError, KeyError, TypeError):
+        document = load_json_document(data or b"", reads.to_url(path))
+        up_to, also_ours = document["upTo"], document.get("alsoOurs", [])
+    except (CommitterError, KeyError, TypeError, AttributeError):
         return 0  # torn: counts as missing, as in the journal itself
-    return up_to if isinstance(up_to, int) and not isinstance(up_to, bool) and up_to >= 0 else 0
+    if not isinstance(up_to, int) or isinstance(up_to, bool) or up_to < 0:
+        return 0
+    return up_to + (len(also_ours) if isinstance(also_ours, list) else 0)
 
 
 def _what_would_happen(

@@ -34,7 +34,7 @@ import inspect
 import logging
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -42,7 +42,7 @@ from fsspec.asyn import sync
 
 from ..errors import ConfigError, SourceChangedError
 from ..urls import decode_path, encode_path, split_url
-from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore
+from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore, gather_outcomes
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
 log = logging.getLogger(__name__)
@@ -380,6 +380,14 @@ class AzureBlobStore(FsspecStore):
     def rename_file(self, source: str, dest: str) -> None:
         """Conditional server-side copy, then delete; ``FileExistsError`` if anything is at ``dest``."""
         sync(self.fs.loop, self._rename, source, dest)
+
+    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        """Every rename of the batch in flight at once on the client's event loop."""
+        outcomes: list[Exception | None] = sync(self.fs.loop, self._rename_all, pairs)
+        return outcomes
+
+    async def _rename_all(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        return await gather_outcomes([self._rename(source, dest) for source, dest in pairs])
 
     async def _rename(self, source: str, dest: str) -> None:
         from azure.core import MatchConditions

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .operations import StoreOperations
+from .operations import StoreOperations, renames_one_by_one
 from .wrapping import WrappingStore
 
 UPLOAD_OPERATIONS = ("put_if_absent", "complete_upload", "holds", "abort_upload", "list_uploads")
@@ -63,7 +63,13 @@ class Fault:
 
 
 class FaultInjectingStore(WrappingStore):
-    """Wraps another store; every call may sleep ``latency`` seconds and may fail as the faults say."""
+    """Wraps another store; every call may sleep ``latency`` seconds and may fail as the faults say.
+
+    A batch of renames handed to a store with ``concurrent_calls`` is in flight at once, so it sleeps
+    ``latency`` once for all of its calls; each call of it is counted and may fail on its own.
+    """
+
+    passes_batches = True
 
     def __init__(
         self, inner: StoreOperations, faults: Sequence[Fault] = (), *, seed: int = 0, latency: float = 0.0
@@ -89,7 +95,7 @@ class FaultInjectingStore(WrappingStore):
         # With injected latency the calls no longer take microseconds, whatever the inner store is: stages
         # then keep the whole pool busy instead of two units per core.
         self._latency = seconds
-        inner = self.inner.capabilities
+        inner = self._capabilities_of(self.inner.capabilities)
         self.capabilities = replace(inner, microsecond_calls=False) if seconds > 0 else inner
 
     def add_fault(self, fault: Fault) -> None:
@@ -118,6 +124,25 @@ class FaultInjectingStore(WrappingStore):
                 self.injected[operation] += 1
                 return fault
         return None
+
+    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        if not self.capabilities.concurrent_calls:
+            return renames_one_by_one(self.rename_file, pairs)
+        if self.latency:
+            time.sleep(self.latency)
+        faults = [self._pick("rename_file", f"{source} -> {dest}") for source, dest in pairs]
+        reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
+        outcomes: list[Exception | None] = [None] * len(pairs)
+        if reaching:
+            for index, outcome in zip(reaching, self.inner.rename_files([pairs[i] for i in reaching]), strict=True):
+                outcomes[index] = outcome
+        for index, fault in enumerate(faults):
+            if fault is not None and outcomes[index] is None:
+                error = fault.error()
+                if not isinstance(error, Exception):
+                    raise error
+                outcomes[index] = error
+        return outcomes
 
     def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
         if self.latency:

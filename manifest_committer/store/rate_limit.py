@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .operations import StoreOperations
@@ -74,8 +74,19 @@ class RateLimitedStore(WrappingStore):
         self.bucket = bucket
         self._on_wait = on_wait
 
+    passes_batches = True
+
     def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
+        self._take_token()
+        return call()
+
+    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        """A token for each rename of the batch, then the batch as the inner store runs it."""
+        for _ in pairs:
+            self._take_token()
+        return self.inner.rename_files(pairs)
+
+    def _take_token(self) -> None:
         waited = self.bucket.acquire()
         if self._on_wait is not None:
             self._on_wait(waited)
-        return call()

@@ -7,11 +7,12 @@ question such as ``is_auth_error``, can never be forgotten in one of them. A wra
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UnsupportedStoreError
-from .operations import FileStatus, StoreCapabilities, StoreOperations
+from .operations import FileStatus, StoreCapabilities, StoreOperations, renames_one_by_one
 
 if TYPE_CHECKING:
     from .pending_upload import PendingUpload
@@ -21,13 +22,24 @@ if TYPE_CHECKING:
 class WrappingStore:
     """Delegates to ``inner``; each call that reaches the store runs through ``around(operation, path, call)``."""
 
+    passes_batches: ClassVar[bool] = False
+    """Whether ``rename_files`` hands a batch to the inner store whole (the wrapper overrides it and keeps the
+    inner store's ``concurrent_calls``); by default each rename of a batch runs through ``around`` on its own.
+    A subclass that intercepts ``rename_file`` itself sets it ``False``, or its override misses the batches."""
+
     def __init__(self, inner: StoreOperations) -> None:
         self.inner = inner
         self.fs: Any = inner.fs
         self.data_fs: Any = inner.data_fs
         self.scheme = inner.scheme
-        self.capabilities: StoreCapabilities = inner.capabilities
+        self.capabilities: StoreCapabilities = self._capabilities_of(inner.capabilities)
         self.credential_sources = inner.credential_sources
+
+    def _capabilities_of(self, inner: StoreCapabilities) -> StoreCapabilities:
+        """The inner store's capabilities, less ``concurrent_calls`` unless this wrapper passes batches on."""
+        if inner.concurrent_calls and not self.passes_batches:
+            return replace(inner, concurrent_calls=False)
+        return inner
 
     def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
         """Run one store call; ``path`` names what it touches (``src -> dest`` for two paths)."""
@@ -75,6 +87,9 @@ class WrappingStore:
 
     def rename_file(self, source: str, dest: str) -> None:
         self.around("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
+
+    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+        return renames_one_by_one(self.rename_file, pairs)
 
     def rename_dir(self, source: str, dest: str) -> None:
         self.around("rename_dir", f"{source} -> {dest}", lambda: self.inner.rename_dir(source, dest))

@@ -74,6 +74,25 @@ def test_rename_refuses_a_directory_at_the_destination(cloud_destination: str) -
     assert store.read_bytes(f"{root}/dst/a.csv/inner") == b"y"
 
 
+def test_a_batch_of_renames_is_in_flight_at_once_with_one_outcome_each(cloud_destination: str) -> None:
+    """Both stores take a batch on their event loop; each rename keeps its own promise and its own error."""
+    store, root = _store(cloud_destination)
+    assert store.capabilities.concurrent_calls
+    for name in ("a", "b", "c"):
+        store.write_bytes(f"{root}/src/{name}.csv", name.encode())
+    store.write_bytes(f"{root}/dst/b.csv", b"theirs")
+    pairs = [(f"{root}/src/{name}.csv", f"{root}/dst/{name}.csv") for name in ("a", "b", "c", "missing")]
+    outcomes = store.rename_files(pairs)
+    assert outcomes[0] is None and outcomes[2] is None
+    assert isinstance(outcomes[1], FileExistsError)
+    assert isinstance(outcomes[3], FileNotFoundError)
+    assert store.read_bytes(f"{root}/dst/a.csv") == b"a"
+    assert store.read_bytes(f"{root}/dst/c.csv") == b"c"
+    assert store.read_bytes(f"{root}/dst/b.csv") == b"theirs"
+    assert store.read_bytes(f"{root}/src/b.csv") == b"b"
+    assert store.info(f"{root}/src/a.csv") is None
+
+
 def test_rename_of_a_missing_source_is_file_not_found(cloud_destination: str) -> None:
     store, root = _store(cloud_destination)
     with pytest.raises(FileNotFoundError):

@@ -6,13 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from manifest_committer.errors import CommitterError, JobStateError
+from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
 from manifest_committer.stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome
 from manifest_committer.stages.commit_job import CommitJobArguments, CommitJobStage
 from manifest_committer.statistic_names import JOB_STAGE_ABORT
 from manifest_committer.store import Fault, FaultInjectingStore
+from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import (
     FAST_CONFIG,
     commit_task,
@@ -44,6 +45,25 @@ def interrupted_commit(destination: str) -> StageContext:
     moved = [n for n in range(6) if exists(context, dest_path(context, f"p={n // 3}/f{n}.csv"))]
     assert moved == [0, 1, 2, 3], "the commit moved some files before it failed"
     return fresh(context)
+
+
+def test_reverts_the_renames_of_a_batch_that_moved_after_its_conflict(destination: str) -> None:
+    """On a store that takes a unit's renames at once, rows after the one that failed may have moved: the
+    journal lists them, so abort reverts them too, and leaves the file that was in the way."""
+    context = make_context(destination, config=replace(FAST_CONFIG, io_threads=2))
+    set_up_job(context)
+    commit_task(context, 0, {"p=0/f0.csv": b"00", "p=0/f1.csv": b"01", "p=0/f2.csv": b"02", "p=0/f3.csv": b"03"})
+    context.store.write_bytes(dest_path(context, "p=0/f0.csv"), b"a user's file")
+    together = InFlightTogether(context.store)
+    with pytest.raises(OutputConflictError, match=r"f0\.csv"):
+        CommitJobStage(fresh(context, store=together)).apply(CommitJobArguments())
+    assert [dest.rsplit("/", 1)[-1] for _, dest in together.batches[0]] == ["f0.csv", "f1.csv"]
+    assert exists(context, dest_path(context, "p=0/f1.csv")), "the batch moved the row after the conflict"
+    result = abort(context)
+    assert result.files_reverted == 1
+    names = sorted(s.path.rsplit("/", 1)[-1] for s in context.store.list_dir(dest_path(context, "p=0")))
+    assert names == ["f0.csv"]
+    assert context.store.read_bytes(dest_path(context, "p=0/f0.csv")) == b"a user's file"
 
 
 def test_reverts_an_interrupted_job_commit(destination: str) -> None:

@@ -132,6 +132,8 @@ def test_validation_failure_names_the_file(destination: str) -> None:
     context = job(destination, validate_output=True)
 
     class Shrinking(FaultInjectingStore):
+        passes_batches = False  # intercepts rename_file: batches must reach it
+
         def rename_file(self, source: str, dest: str) -> None:
             super().rename_file(source, dest)
             if dest.endswith("d.csv"):

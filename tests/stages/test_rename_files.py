@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+import orjson
 import pytest
 
 from manifest_committer.entry_file import EntryFile, FileToCommit
@@ -28,6 +29,7 @@ from manifest_committer.statistic_names import (
 )
 from manifest_committer.store import Fault, FaultInjectingStore, StoreOperations
 from manifest_committer.success_data import SUCCESS_FILENAME_LIMIT
+from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import FAST_CONFIG, dest_path, fresh, make_context, set_up_job, task_ids
 
 ATTEMPT_ID = task_ids(0)[1]
@@ -88,6 +90,8 @@ def test_batches_run_on_the_pool(destination: str, spill: EntryFile) -> None:
     store = context.store
 
     class Recording(FaultInjectingStore):
+        passes_batches = False  # intercepts rename_file: batches must reach it
+
         def rename_file(self, source: str, dest: str) -> None:
             threads.add(threading.current_thread().name)
             super().rename_file(source, dest)
@@ -304,3 +308,58 @@ def test_a_failing_progress_callback_never_fails_the_renames(destination: str, s
     result = RenameFilesStage(context).apply(RenameFilesArguments(spill, first_run(context, spill), broken))
     assert result.files_committed == 5
     assert calls == [0], "dropped after its first failure"
+
+
+def test_a_units_renames_go_to_the_store_together_never_more_than_io_threads(
+    destination: str, spill: EntryFile
+) -> None:
+    context = prepared(destination, io_threads=4)
+    together = InFlightTogether(context.store)
+    context.store = together
+    rows = add_files(context, spill, [f"d{n % 3}/f{n:03d}.csv" for n in range(60)])
+    journal = JournalRun.first(unit_size(context.config, spill.file_count, concurrent_calls=True))
+    assert journal.unit_size == 60 // 4 + 1
+    with ThreadPoolExecutor(4) as pool:
+        result = rename(fresh(context, pool=pool), spill, journal)
+    assert result.files_committed == 60
+    assert all(context.store.info(row.dest) is not None for row in rows)
+    assert sum(len(batch) for batch in together.batches) == 60
+    assert max(len(batch) for batch in together.batches) > 1, "no unit put more than one rename in flight"
+    assert together.peak_in_flight <= 4
+
+
+def test_a_rerun_after_a_conflict_inside_a_batch_finishes_what_the_batch_did_not(
+    destination: str, spill: EntryFile
+) -> None:
+    context = prepared(destination, io_threads=8)
+    context.store = InFlightTogether(context.store)
+    rows = add_files(context, spill, [f"f{n}.csv" for n in range(6)])
+    context.store.write_bytes(rows[2].dest, b"in the way")
+    journal = JournalRun.first(6)  # one unit: all six renames in one batch
+    with pytest.raises(OutputConflictError, match=r"f2\.csv"):
+        rename(context, spill, journal)
+    history = Journal(RenameFilesStage(fresh(context)), JournalRun.rerun(RenameFilesStage(fresh(context)), 6))
+    unit = next(iter(spill.units(6)))
+    recorded = history.history(unit)
+    assert [recorded.recorded_ours(n) for n in range(6)] == [True, True, False, True, True, True]
+    assert not recorded.in_doubt(2), "the conflict is certain: that row was not moved"
+
+    context.store.delete_file(rows[2].dest)
+    result = rename(fresh(context), spill, JournalRun.rerun(RenameFilesStage(fresh(context)), 6))
+    assert (result.files_committed, result.already_committed) == (6, 5)
+    assert all(context.store.read_bytes(row.dest) == b"data" for row in rows)
+
+
+def test_a_done_record_with_malformed_rows_after_it_counts_as_missing(destination: str, spill: EntryFile) -> None:
+    context = prepared(destination)
+    add_files(context, spill, [f"f{n}.csv" for n in range(4)])
+    gate = RenameFilesStage(fresh(context))
+    journal = Journal(gate, JournalRun.first(4))
+    unit = next(iter(spill.units(4)))
+    journal.begin(unit)
+    done = f"{context.paths.journal_dir}/00/{unit.key}.done"
+    for malformed in (["1"], [0], [4], [True], "2"):
+        context.store.write_bytes(done, orjson.dumps({"rows": 4, "upTo": 1, "notMovable": True, "alsoOurs": malformed}))
+        history = Journal(gate, JournalRun(4, 1, 1)).history(unit)
+        assert not history.recorded_ours(0), malformed
+        assert history.in_doubt(0) and history.in_doubt(3), "the intent without a readable done: all in doubt"
