@@ -9,6 +9,8 @@ import fsspec
 import pytest
 
 from benchmarks.bench_cloud_commit import IndexedMemoryStore
+from manifest_committer.store import FileStatus
+from manifest_committer.store.memory import MemoryStore
 
 
 @pytest.fixture
@@ -39,3 +41,23 @@ def test_probes_renames_and_deletes_agree_with_the_filesystem(store: IndexedMemo
     assert not store.delete_dir(f"{root}/job")
     assert store.delete_file(f"{root}/out/p=1/f2") and store.info(f"{root}/out/p=1/f2") is None
     assert store.info(f"{root}/out/p=1") is not None  # a deleted file's directory stays
+
+
+def test_listings_agree_with_the_filesystem(store: IndexedMemoryStore) -> None:
+    root = f"/indexed-{uuid.uuid4().hex[:8]}"
+    store.fs.pipe_file(f"{root}/job/tasks/a1/f1", b"1")
+    store.write_bytes(f"{root}/job/tasks/a2/f2", b"22")
+    store.write_bytes(f"{root}/job/manifest.json", b"333")
+    store.rename_file(f"{root}/job/tasks/a2/f2", f"{root}/job/f2")
+
+    def described(listing: list[FileStatus]) -> list[tuple[str, int, bool]]:
+        return sorted((status.path, status.size, status.is_dir) for status in listing)
+
+    emptied = (f"{root}/job/tasks/a2", 0, True)  # a directory whose last file left stays, as a real one would
+    for path in (f"{root}/job", f"{root}/job/tasks", f"{root}/job/tasks/a1"):
+        plain = described(MemoryStore.list_dir(store, path))  # fsspec's own listing, past the index
+        indexed = [entry for entry in described(store.list_dir(path)) if entry != emptied]
+        assert indexed == plain, path
+    assert emptied in described(store.list_dir(f"{root}/job/tasks"))
+    with pytest.raises(FileNotFoundError):
+        store.list_dir(f"{root}/missing")
