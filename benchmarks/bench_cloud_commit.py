@@ -138,6 +138,19 @@ class IndexedMemoryStore(MemoryStore):
             self._forget_file(source)
             self._add_file(dest)
 
+    def mkdirs(self, path: str) -> None:
+        """Keeps a current index current, as a write does (a rebuild after each of a job's ``mkdirs`` scanned
+        every key again)."""
+        status = self.info(path)
+        if status is not None and not status.is_dir:
+            raise FileExistsError(f"{path}: a file is in the way of a directory")
+        with self._rename_lock:
+            current = self._indexed_keys == self._size()
+            self.fs.makedirs(path, exist_ok=True)
+            if current:
+                self._add_dir(self.fs._strip_protocol(path).rstrip("/"))
+                self._indexed_keys = self._size()
+
     def write_bytes(self, path: str, data: bytes) -> None:
         """A write keeps a current index current instead of invalidating it: a job commit writes two journal
         records per unit of renames, and a rescan of every key after each was most of the CPU it took at 128

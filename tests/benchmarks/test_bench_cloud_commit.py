@@ -61,3 +61,23 @@ def test_listings_agree_with_the_filesystem(store: IndexedMemoryStore) -> None:
     assert emptied in described(store.list_dir(f"{root}/job/tasks"))
     with pytest.raises(FileNotFoundError):
         store.list_dir(f"{root}/missing")
+
+
+def test_mkdirs_keeps_the_index_current(store: IndexedMemoryStore) -> None:
+    root = f"/indexed-{uuid.uuid4().hex[:8]}"
+    store.write_bytes(f"{root}/a/f", b"1")
+    store.info(f"{root}/a")  # the index is current
+    rebuilds = 0
+    build = store._add_file
+
+    def counting(key: str) -> None:
+        nonlocal rebuilds
+        rebuilds += 1
+        build(key)
+
+    store._add_file = counting  # type: ignore[method-assign]
+    store.mkdirs(f"{root}/b/c")
+    probed = store.info(f"{root}/b/c"), store.info(f"{root}/b")
+    assert all(status is not None and status.is_dir for status in probed)
+    assert rebuilds == 0, "mkdirs made the next probe rescan every key"
+    assert store.info(f"{root}/a/f") is not None
