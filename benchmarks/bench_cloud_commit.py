@@ -264,7 +264,7 @@ class Measurement:
     """CPU time of the process (every thread, user and system) during ``commit_job``: over the store calls, the
     CPU a call costs, which bounds the calls per second on the machine's cores whatever the thread count."""
     concurrent_calls: bool = False
-    """The store took each unit's renames in flight together (``--calls concurrent``)."""
+    """The store took each unit's renames in flight together (Azure, GCS; ``--calls concurrent``)."""
     peak_in_flight: int = 0
     """The most store calls in flight at once during ``commit_job``."""
 
@@ -375,7 +375,7 @@ def run_job(
         task_latency_s=task_latency,
         task_calls=task_calls,
         commit_cpu_s=commit_cpu_s,
-        concurrent_calls=concurrent_calls,
+        concurrent_calls=wrapper.capabilities.concurrent_calls,
         peak_in_flight=wrapper.peak,
     )
 

@@ -15,6 +15,7 @@ from manifest_committer.errors import CommitterError, JobStateError, OutputConfl
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.journal import Journal, JournalRun
 from manifest_committer.stages.rename_files import (
+    CONCURRENT_DEMAND,
     MICROSECOND_UNIT_FACTOR,
     RenameFilesArguments,
     RenameFilesResult,
@@ -363,3 +364,18 @@ def test_a_done_record_with_malformed_rows_after_it_counts_as_missing(destinatio
         history = Journal(gate, JournalRun(4, 1, 1)).history(unit)
         assert not history.recorded_ours(0), malformed
         assert history.in_doubt(0) and history.in_doubt(3), "the intent without a readable done: all in doubt"
+
+
+def test_units_in_flight_ask_for_a_few_times_the_slots_not_a_unit_a_thread(destination: str, spill: EntryFile) -> None:
+    """Hundreds of units each waiting on the slots cost a wake-up a call; a few that fill them do not."""
+    context = prepared(destination, io_threads=4)
+    together = InFlightTogether(context.store)
+    context.store = together
+    add_files(context, spill, [f"f{n:03d}.csv" for n in range(96)])
+    size = 12  # CONCURRENT_DEMAND x io.threads / 12 = 2 units at once
+    assert -(-CONCURRENT_DEMAND * 4 // size) == 2
+    with ThreadPoolExecutor(16) as pool:
+        result = rename(fresh(context, pool=pool), spill, JournalRun.first(size))
+    assert result.files_committed == 96
+    assert together.peak_batches <= 2
+    assert together.peak_in_flight <= 4
