@@ -45,6 +45,7 @@ import fsspec
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fixtures.emulators
 
 import manifest_committer as mc
+from manifest_committer.statistic_names import COMMITTER_FILES_COMMITTED
 from manifest_committer.store import FaultInjectingStore, FileStatus, StoreOperations
 from manifest_committer.store.memory import MemoryStore
 
@@ -76,12 +77,16 @@ class IndexedMemoryStore(MemoryStore):
         """The directories (to their subdirectories), rebuilt if files were written through the filesystem."""
         if self._size() != self._indexed_keys:
             self._subdirs, self._files = {}, {}
-            for directory in list(self.fs.pseudo_dirs):
+            # Snapshots: tasks may be writing through the filesystem meanwhile. The index is current as of the
+            # snapshots' size, so a file written after them makes the next call rebuild again (counting after
+            # the loops instead marked an index current that missed it, and a task's listing lost its file).
+            directories, keys = list(self.fs.pseudo_dirs), list(self.fs.store)
+            for directory in directories:
                 if directory:
                     self._add_dir(directory)
-            for key in list(self.fs.store):  # a snapshot: tasks may be writing meanwhile
+            for key in keys:
                 self._add_file(key)
-            self._indexed_keys = self._size()
+            self._indexed_keys = len(directories) + len(keys)
         return self._subdirs
 
     def _add_dir(self, path: str) -> None:
@@ -359,6 +364,9 @@ def run_job(
     files = tasks * files_per_task
     if len(success.filenames) == 0 or not success.success:
         raise RuntimeError(f"{store}: job commit did not succeed")
+    committed = success.iostatistics.counters.get(COMMITTER_FILES_COMMITTED, 0)
+    if committed != files:  # a store that lost a task's file would make every figure here wrong
+        raise RuntimeError(f"{store}: the job commit committed {committed} files of the {files} the tasks wrote")
     return Measurement(
         store,
         io_threads,

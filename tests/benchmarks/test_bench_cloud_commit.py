@@ -81,3 +81,25 @@ def test_mkdirs_keeps_the_index_current(store: IndexedMemoryStore) -> None:
     assert all(status is not None and status.is_dir for status in probed)
     assert rebuilds == 0, "mkdirs made the next probe rescan every key"
     assert store.info(f"{root}/a/f") is not None
+
+
+def test_a_file_written_while_the_index_is_rebuilt_is_listed(store: IndexedMemoryStore) -> None:
+    """Tasks write through the filesystem while the store rebuilds its index for another task's listing."""
+    root = f"/indexed-{uuid.uuid4().hex[:8]}"
+    store.fs.pipe_file(f"{root}/a/f1", b"1")
+    snapshot = list
+
+    def write_during_the_snapshot(items: object) -> list[object]:
+        taken = snapshot(items)  # type: ignore[call-overload]
+        if items is store.fs.store and f"{root}/b/late" not in store.fs.store:
+            store.fs.store[f"{root}/b/late"] = store.fs.store[f"{root}/a/f1"]  # lands after the key snapshot
+        return taken
+
+    import benchmarks.bench_cloud_commit as bench
+
+    bench.list = write_during_the_snapshot  # type: ignore[attr-defined]
+    try:
+        store.list_dir(f"{root}/a")
+    finally:
+        del bench.list  # type: ignore[attr-defined]
+    assert [status.path for status in store.list_dir(f"{root}/b")] == [f"{root}/b/late"]
