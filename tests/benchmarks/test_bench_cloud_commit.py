@@ -4,6 +4,8 @@ benchmark's numbers (a probe answering "absent" skips work), so it is checked ag
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from typing import Any
 
 import fsspec
 import pytest
@@ -89,10 +91,12 @@ def test_a_file_written_while_the_index_is_rebuilt_is_listed(store: IndexedMemor
     store.fs.pipe_file(f"{root}/a/f1", b"1")
     snapshot = list
 
-    def write_during_the_snapshot(items: object) -> list[object]:
-        taken = snapshot(items)  # type: ignore[call-overload]
-        if items is store.fs.store and f"{root}/b/late" not in store.fs.store:
-            store.fs.store[f"{root}/b/late"] = store.fs.store[f"{root}/a/f1"]  # lands after the key snapshot
+    files: dict[str, Any] = store.fs.store
+
+    def write_during_the_snapshot(items: Iterable[Any]) -> list[Any]:
+        taken = snapshot(items)
+        if items is files and f"{root}/b/late" not in files:
+            files[f"{root}/b/late"] = files[f"{root}/a/f1"]  # lands after the key snapshot
         return taken
 
     import benchmarks.bench_cloud_commit as bench
