@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
+from manifest_committer.operate.status import inspect_destination
 from manifest_committer.stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome
@@ -59,6 +60,9 @@ def test_reverts_the_renames_of_a_batch_that_moved_after_its_conflict(destinatio
         CommitJobStage(fresh(context, store=together)).apply(CommitJobArguments())
     assert [dest.rsplit("/", 1)[-1] for _, dest in together.batches[0]] == ["f0.csv", "f1.csv"]
     assert exists(context, dest_path(context, "p=0/f1.csv")), "the batch moved the row after the conflict"
+    status = inspect_destination(context.store, context.paths.dest)
+    (commit,) = [a.commit for job in status.jobs for a in job.attempts if a.commit is not None]
+    assert (commit.files_renamed, commit.units_in_doubt) == (1, 0), "status counts the row moved after the conflict"
     result = abort(context)
     assert result.files_reverted == 1
     names = sorted(s.path.rsplit("/", 1)[-1] for s in context.store.list_dir(dest_path(context, "p=0")))
