@@ -42,7 +42,7 @@ from fsspec.asyn import sync
 
 from ..errors import ConfigError, SourceChangedError
 from ..urls import decode_path, encode_path, split_url
-from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore, gather_outcomes
+from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore, renames_on_loop
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
 log = logging.getLogger(__name__)
@@ -383,11 +383,7 @@ class AzureBlobStore(FsspecStore):
 
     def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
         """Every rename of the batch in flight at once on the client's event loop."""
-        outcomes: list[Exception | None] = sync(self.fs.loop, self._rename_all, pairs)
-        return outcomes
-
-    async def _rename_all(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
-        return await gather_outcomes([self._rename(source, dest) for source, dest in pairs])
+        return renames_on_loop(self.fs.loop, self._rename, pairs)
 
     async def _rename(self, source: str, dest: str) -> None:
         from azure.core import MatchConditions

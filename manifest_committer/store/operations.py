@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from fsspec.asyn import sync
+
 from ..urls import decode_path, encode_path, split_url
 
 _GLOB_CHARACTERS = ("*", "?", "[")
@@ -386,12 +388,18 @@ def renames_one_by_one(rename: Callable[[str, str], None], pairs: Sequence[tuple
     return outcomes
 
 
-async def gather_outcomes(calls: Sequence[Awaitable[None]]) -> list[Exception | None]:
-    """Await ``calls`` together on the running loop; ``None`` for each that returned, else its error. A
-    ``BaseException`` that is not an ``Exception`` (cancellation, interrupt) is raised, not returned."""
-    results = await asyncio.gather(*calls, return_exceptions=True)
+def renames_on_loop(
+    loop: Any, rename: Callable[[str, str], Awaitable[None]], pairs: Sequence[tuple[str, str]]
+) -> list[Exception | None]:
+    """The coroutine ``rename`` of every pair at once on ``loop`` (an async client's, fsspec's); ``None`` for each
+    that moved, else its error. A ``BaseException`` that is not an ``Exception`` (cancellation, interrupt) is
+    raised, not returned."""
+
+    async def all_at_once() -> list[Any]:
+        return await asyncio.gather(*(rename(source, dest) for source, dest in pairs), return_exceptions=True)
+
     outcomes: list[Exception | None] = []
-    for result in results:
+    for result in sync(loop, all_at_once):
         if isinstance(result, Exception):
             outcomes.append(result)
         elif isinstance(result, BaseException):
