@@ -4,7 +4,7 @@ with injected latency on every call.
 The data: rows with a partition column ``p``; every writer makes one Hive directory per value of ``p`` and one
 file per framework task and value, 10,000 files in all: pyarrow and Polars write in process (one task, 10,000
 values), Dask 4 partitions x 2,500 values, Ray 10 blocks x 1,000 values (Ray's own ``write_parquet`` refuses more
-than 1,024 partitions per block). 20 rows per file.
+than 1,024 partitions per block). 20 rows per file (``--rows-per-file``).
 
 Own writers (unsafe: straight to the final paths): ``pyarrow.dataset.write_dataset(partitioning=["p"], flavor
 hive)`` fed the same record batch reader as the committer's task, Polars ``write_parquet(partition_by="p")``,
@@ -23,11 +23,13 @@ The committer's own store calls sleep once each in a ``FaultInjectingStore`` wit
 fsspec calls inside them do not sleep again. Local disk answers probes in O(1), as ``bench_cloud_commit.py``'s
 ``IndexedMemoryStore`` does, so no writer pays for fsspec's ``MemoryFileSystem`` scanning every key per call.
 
-One measured run of each after an unmeasured warm-up with a twentieth of the files (with the same latency);
-wall time of the write call; a fresh directory per run. pyarrow's own writer is quadratic in the partitions of
+One measured run of each after an unmeasured warm-up with a twentieth of the files (with the same latency), or
+``--repeat K`` rounds, the writers' order reversed every other round, with each round's ratio and their median
+(this machine's virtual disk gave the same write 1.2 to 11 s within an hour); wall time of the write call after an
+``os.sync()``; a fresh directory per run. pyarrow's own writer is quadratic in the partitions of
 one batch, so it is also timed fed the same sorted slices of at most 128 partitions that the committer's task
 hands it ("own, same slices"); with ``--latency`` only so (the whole table in one batch took over ten minutes).
-Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02]``;
+Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02] [--repeat 5]``;
 BENCHMARKS.md ("Other writer frameworks") has the results.
 """
 
@@ -37,6 +39,7 @@ import argparse
 import itertools
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -132,8 +135,8 @@ def ray_worker_setup() -> None:
         install_latency(latency)
 
 
-def table(tasks: int, partitions: int) -> pa.Table:
-    rows = tasks * partitions * ROWS_PER_FILE
+def table(tasks: int, partitions: int, rows_per_file: int = ROWS_PER_FILE) -> pa.Table:
+    rows = tasks * partitions * rows_per_file
     return pa.table({"p": [i % partitions for i in range(rows)], "value": list(range(rows))})
 
 
@@ -143,6 +146,7 @@ def count_files(path: str) -> int:
 
 def timed(write: Callable[[str], Any], root: str, name: str) -> float:
     target = f"{root}/{name.replace(' ', '-').replace(',', '')}-{uuid.uuid4().hex[:6]}"
+    os.sync()  # the previous run's writeback (and its deletion) is not charged to this one
     start = time.perf_counter()
     write(target)
     elapsed = time.perf_counter() - start
@@ -250,12 +254,32 @@ def writers(
     }
 
 
+def measure_round(measured: dict[str, Callable[[str], Any]], root: str, number: int) -> dict[str, float]:
+    """One timed run of each writer: in order in even rounds, in reverse in odd ones, so that a disk whose speed
+    drifts during the benchmark favours neither side."""
+    names = list(measured) if number % 2 == 0 else list(reversed(measured))
+    return {name: timed(measured[name], root, name) for name in names}
+
+
+def report_ratios(rounds: list[dict[str, float]]) -> None:
+    """Each round's ratio committer/own, and their median when there are several rounds."""
+    for name in rounds[0]:
+        if name == "committer":
+            continue
+        ratios = [times["committer"] / times[name] for times in rounds]
+        each = ", ".join(f"{ratio:.2f}" for ratio in ratios)
+        median = f"; median {statistics.median(ratios):.2f}" if len(ratios) > 1 else ""
+        print(f"  ratio committer/{name}: {each}{median}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--frameworks", default="arrow,polars,dask,ray")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per filesystem and store call; 0: none")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the partition values (and files)")
     parser.add_argument("--same-slices-only", action="store_true", help="leave out pyarrow's own writer fed the table")
+    parser.add_argument("--repeat", type=int, default=1, help="measured rounds, alternating the writers' order")
+    parser.add_argument("--rows-per-file", type=int, default=ROWS_PER_FILE, help="rows of each file written")
     args = parser.parse_args()
     whole_table = not args.same_slices_only
     slow = args.latency > 0
@@ -266,16 +290,13 @@ def main() -> None:
     try:
         for framework in args.frameworks.split(","):
             tasks, partitions = SHAPES[framework]
-            data = table(tasks, max(1, int(partitions * args.scale)))
+            data = table(tasks, max(1, int(partitions * args.scale)), args.rows_per_file)
             print(f"{framework}: {tasks} tasks, {data.num_rows} rows", flush=True)
             small = table(tasks, max(1, partitions // 20))
             for name, write in writers(framework, small, tasks, slow, whole_table).items():
                 timed(write, root, f"warm-up {name}")  # a twentieth of the files: imports, caches, Ray's workers
             measured = writers(framework, data, tasks, slow, whole_table)
-            times = {name: timed(write, root, name) for name, write in measured.items()}
-            for name, seconds in times.items():
-                if name != "committer":
-                    print(f"  ratio committer/{name}: {times['committer'] / seconds:.2f}", flush=True)
+            report_ratios([measure_round(measured, root, number) for number in range(args.repeat)])
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
