@@ -50,6 +50,10 @@ _MAX_PARTITIONS = (1 << 31) - 1
 """No limit on the partitions one batch writes into (pyarrow refuses more than 1,024 by default; Spark has none)."""
 _PARTITIONS_PER_BATCH = 128
 """Most partitions one batch handed to pyarrow's writer holds (see ``_by_few_partitions``)."""
+_PARTITIONS_PER_CALL = 1024
+"""Most partitions one ``write_dataset`` call writes. pyarrow's writer slows down with the partitions one call
+meets, even in slices of few: 10,000 partitions of 20 rows took 4.3 s in one call and 0.76 s in ten (tmpfs).
+A task with more makes several calls, one after another, each over the next slices."""
 
 
 class SchemaConflictError(CommitterError):
@@ -277,13 +281,14 @@ def write_dataset_task(
         data_schema = data_schema.append(pa.field(_PARTITION_NUMBER, pa.int32()))
         partitioning = pads.partitioning(pa.schema([data_schema.field(_PARTITION_NUMBER)]), flavor="filename")
 
-    def prepared() -> Iterator[Any]:
+    def prepared() -> Iterator[tuple[Any, int]]:
+        """Each chunk for pyarrow, with at most how many partitions it holds."""
         for batch in batches:
             if not batch.num_rows:
                 continue
             result.rows += batch.num_rows
             if not columns:
-                yield batch
+                yield batch, 0
                 continue
             partition, distinct = numbers.of(batch)
             data = batch.drop_columns(list(columns))
@@ -296,29 +301,48 @@ def write_dataset_task(
                         chunk = chunk.append_column(f"{_LEVEL}{index}", level)
                 else:
                     chunk = chunk.append_column(_PARTITION_NUMBER, rows_partition)
-                yield chunk
+                yield chunk, min(distinct, _PARTITIONS_PER_BATCH)
 
     root = work_path.rstrip("/")
     written: list[str] = []
     file_format, options = _file_format(settings, pads)
     limit = settings.max_records_per_file
     base = root
-    pads.write_dataset(
-        pa.RecordBatchReader.from_batches(data_schema, prepared()),
-        base,
-        format=file_format,
-        file_options=options,
-        filesystem=_filesystem(task_fs),
-        partitioning=partitioning,
-        basename_template=f"{file_prefix}-c{{i}}{settings.output_format.extension}",
-        existing_data_behavior="overwrite_or_ignore",
-        max_open_files=settings.max_open_files,
-        max_partitions=_MAX_PARTITIONS,
-        max_rows_per_file=limit,
-        max_rows_per_group=min(limit, _DEFAULT_ROWS_PER_GROUP) if limit > 0 else _DEFAULT_ROWS_PER_GROUP,
-        create_dir=in_place and is_local(task_fs),  # object stores have no directories to make
-        file_visitor=lambda written_file: written.append(written_file.path),
-    )
+    chunks = prepared()
+    pending = next(chunks, None)
+
+    def one_call() -> Iterator[Any]:
+        """Chunks up to ``_PARTITIONS_PER_CALL`` partitions; the first one left over stays in ``pending``."""
+        nonlocal pending
+        partitions = 0
+        while pending is not None:
+            chunk, count = pending
+            if partitions and partitions + count > _PARTITIONS_PER_CALL:
+                return
+            partitions += count
+            yield chunk
+            pending = next(chunks, None)
+
+    call = 0
+    while pending is not None:
+        tag = "" if call == 0 else f"-g{call}"  # a partition met again in a later call gets a file of its own
+        pads.write_dataset(
+            pa.RecordBatchReader.from_batches(data_schema, one_call()),
+            base,
+            format=file_format,
+            file_options=options,
+            filesystem=_filesystem(task_fs),
+            partitioning=partitioning,
+            basename_template=f"{file_prefix}{tag}-c{{i}}{settings.output_format.extension}",
+            existing_data_behavior="overwrite_or_ignore",
+            max_open_files=settings.max_open_files,
+            max_partitions=_MAX_PARTITIONS,
+            max_rows_per_file=limit,
+            max_rows_per_group=min(limit, _DEFAULT_ROWS_PER_GROUP) if limit > 0 else _DEFAULT_ROWS_PER_GROUP,
+            create_dir=in_place and is_local(task_fs),  # object stores have no directories to make
+            file_visitor=lambda written_file: written.append(written_file.path),
+        )
+        call += 1
     for path in written:
         relative = posixpath.relpath(path, base) if path.startswith(base) else path
         if not columns or in_place:

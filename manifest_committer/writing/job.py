@@ -42,8 +42,10 @@ from .task_output import TaskOutput, file_prefix
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_OPEN_FILES = 64
-"""Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``)."""
+DEFAULT_MAX_OPEN_FILES = 1024
+"""Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``):
+pyarrow's own default. pyarrow's writer finishes the file it closes at the limit before it goes on, but closes the
+rest together at the end: a Ray block of 1,000 partitions took 0.20 s at 64 and 0.07 s at 1,024 (tmpfs)."""
 _OPTIONS = ("maxrecordsperfile", "maxopenfiles", "compression", "header", "partitionoverwritemode")
 """Writer options, as ``manifest_committer.spark.write`` names them (case-insensitive)."""
 _DEFERRED_TASK_COMMIT = frozenset({"v2"})
