@@ -158,3 +158,28 @@ def test_every_protocol_on_the_cloud_emulators(cloud_destination: str, protocol:
         [("2026-11-22", 1), ("2026-11-22", 4), ("a/b", 20), (None, 3)], key=repr
     )
     assert has_success(cloud_destination)
+
+
+@pytest.mark.parametrize(
+    ("url", "options", "expected"),
+    [
+        ("local", {}, 1024),  # pyarrow's own default: at the limit it finishes files one at a time
+        ("local", {"maxOpenFiles": "8"}, 8),
+        ("memory", {}, 64),  # an open file on an object store holds an upload buffer
+    ],
+)
+def test_open_files_of_pyarrows_writer(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, url: str, options: dict[str, str], expected: int
+) -> None:
+    seen: list[int] = []
+    original = pads.write_dataset
+
+    def recording(data: object, base_dir: str, **arguments: object) -> None:
+        seen.append(int(arguments["max_open_files"]))  # type: ignore[call-overload]
+        original(data, base_dir, **arguments)
+
+    monkeypatch.setattr(pads, "write_dataset", recording)
+    destination = f"{tmp_path}/out" if url == "local" else f"memory://open-files-{expected}/out"
+    table = pa.table({"p": [1, 2], "x": [3, 4]})
+    mca.write(table, destination, partition_by=["p"], mode="overwrite", protocol="manifest", options=options)
+    assert seen == [expected]

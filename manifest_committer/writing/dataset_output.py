@@ -262,9 +262,11 @@ def write_dataset_task(
     work_path: str,
     file_prefix: str,
     in_place: bool,
+    max_open_files: int | None = None,
 ) -> DatasetFiles:
     """Write ``batches`` (of ``schema``) with ``write_dataset`` into ``work_path``; files are named
-    ``<file_prefix>-c<i><extension>``. Rows of the partition columns are not written (they name directories)."""
+    ``<file_prefix>-c<i><extension>``. Rows of the partition columns are not written (they name directories).
+    ``max_open_files`` defaults to ``settings.max_open_files``."""
     import pyarrow as pa
     import pyarrow.dataset as pads
 
@@ -335,7 +337,7 @@ def write_dataset_task(
             partitioning=partitioning,
             basename_template=f"{file_prefix}{tag}-c{{i}}{settings.output_format.extension}",
             existing_data_behavior="overwrite_or_ignore",
-            max_open_files=settings.max_open_files,
+            max_open_files=settings.max_open_files if max_open_files is None else max_open_files,
             max_partitions=_MAX_PARTITIONS,
             max_rows_per_file=limit,
             max_rows_per_group=min(limit, _DEFAULT_ROWS_PER_GROUP) if limit > 0 else _DEFAULT_ROWS_PER_GROUP,

@@ -35,17 +35,20 @@ from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols import create_committer, hosts_marker_server, resolve_protocol
 from ..store import open_destination_store
 from ..success_data import SuccessData
-from .dataset_output import DATASET_FORMATS, schema_groups, write_dataset_task
+from .dataset_output import DATASET_FORMATS, is_local, schema_groups, write_dataset_task
 from .formats import OutputFormat, output_format
 from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
 from .task_output import TaskOutput, file_prefix
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_OPEN_FILES = 1024
-"""Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``):
-pyarrow's own default. pyarrow's writer finishes the file it closes at the limit before it goes on, but closes the
-rest together at the end: a Ray block of 1,000 partitions took 0.20 s at 64 and 0.07 s at 1,024 (tmpfs)."""
+DEFAULT_MAX_OPEN_FILES = 64
+"""Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``): on an
+object store each open file holds an upload buffer of megabytes."""
+LOCAL_MAX_OPEN_FILES = 1024
+"""The default of pyarrow's dataset writer on local disk (pyarrow's own default), where an open file costs little:
+pyarrow finishes the file it closes at the limit before it goes on, but closes the rest together at the end, so a
+Ray block of 1,000 partitions took 0.20 s at 64 and 0.07 s at 1,024 (tmpfs)."""
 _OPTIONS = ("maxrecordsperfile", "maxopenfiles", "compression", "header", "partitionoverwritemode")
 """Writer options, as ``manifest_committer.spark.write`` names them (case-insensitive)."""
 _DEFERRED_TASK_COMMIT = frozenset({"v2"})
@@ -91,6 +94,9 @@ class WriteJob:
     """Most rows in one file; 0 means no limit (Spark's ``maxRecordsPerFile``)."""
     max_open_files: int = DEFAULT_MAX_OPEN_FILES
     """Files one task keeps open (``maxOpenFiles``); past it the least recently written one is finished."""
+    max_open_files_set: bool = False
+    """Whether the writer options set ``maxOpenFiles``; if not, pyarrow's writer on local disk may keep
+    ``LOCAL_MAX_OPEN_FILES`` open."""
     partition_overwrite_mode: PartitionOverwriteMode = PartitionOverwriteMode.STATIC
     storage_options: dict[str, Any] = field(default_factory=dict)
     config: CommitterConfig = field(default_factory=CommitterConfig)
@@ -139,6 +145,7 @@ class WriteJob:
             partition_by=columns,
             max_records_per_file=int_option(merged, "maxrecordsperfile", "maxRecordsPerFile", 0, 0),
             max_open_files=int_option(merged, "maxopenfiles", "maxOpenFiles", DEFAULT_MAX_OPEN_FILES, 1),
+            max_open_files_set="maxopenfiles" in merged,
             partition_overwrite_mode=PartitionOverwriteMode.parse(
                 merged.get("partitionoverwritemode", PartitionOverwriteMode.STATIC.value)
             ),
@@ -234,6 +241,12 @@ class TaskTarget:
     """The committer's ``task_writes_in_place``: files at their destination-relative paths under ``work_path``."""
 
     @property
+    def dataset_open_files(self) -> int:
+        """Files pyarrow's dataset writer keeps open: ``maxOpenFiles`` if set, else more on local disk."""
+        job = self.job
+        return job.max_open_files if job.max_open_files_set or not is_local(self.task.fs) else LOCAL_MAX_OPEN_FILES
+
+    @property
     def file_prefix(self) -> str:
         """``part-<task>-<job>-a<attempt>``: every file name of the attempt starts with it (unique in the job)."""
         return file_prefix(self.job.job_id, self.task_index, self.attempt)
@@ -273,6 +286,7 @@ def batch_writer(batches: Iterable[Any], schema: Any | None = None) -> TaskWrite
                 work_path=target.task.work_path,
                 file_prefix=target.file_prefix,
                 in_place=target.in_place,
+                max_open_files=target.dataset_open_files,
             )
             return TaskFiles(written.rows, written.outputs, frozenset(written.partitions))
         output = TaskOutput(target.task, job, target.task_index, target.attempt, in_place=target.in_place)
@@ -313,6 +327,7 @@ def tables_writer(tables: Iterable[Any]) -> TaskWrite:
                 work_path=target.task.work_path,
                 file_prefix=target.file_prefix if number == 0 else f"{target.file_prefix}-s{number}",
                 in_place=target.in_place,
+                max_open_files=target.dataset_open_files,
             )
             rows += written.rows
             outputs.update(written.outputs)

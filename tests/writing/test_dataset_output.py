@@ -119,8 +119,10 @@ def test_a_task_of_many_partitions_writes_them_in_calls_of_few(
     written = write(tmp_path, [first, again], in_place=in_place)
     assert calls == ["part-00000-j-a1-c{i}.snappy.parquet", "part-00000-j-a1-g1-c{i}.snappy.parquet"]
     assert written.rows == 2602
-    assert len(written.outputs) == 1301, "d0, in both calls, has two files; d1299, in the second only, one"
-    assert len(set(written.outputs.values())) == 1301
+    d0 = sorted(destination for destination in written.outputs.values() if destination.startswith("dt=d0/"))
+    assert d0 == ["dt=d0/part-00000-j-a1-c0.snappy.parquet", "dt=d0/part-00000-j-a1-g1-c0.snappy.parquet"]
+    # d1299 may get a second file within one call: pyarrow closes the least recently written file at 64 open.
+    assert len(set(written.outputs.values())) == len(written.outputs) >= 1301
     rows = pa.concat_tables(pq.read_table(tmp_path / "attempt" / local) for local in written.outputs)
     assert sorted(rows.column("x").to_pylist()) == [-2, -1, *range(2600)]
 
