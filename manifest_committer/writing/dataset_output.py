@@ -294,10 +294,10 @@ def write_dataset_task(
                 continue
             partition, distinct = numbers.of(batch)
             data = batch.drop_columns(list(columns))
+            names = [directory.split("/") for directory in numbers.directories] if in_place else []
             for rows, rows_partition in _by_few_partitions(data, partition, distinct):
                 chunk = rows
                 if in_place:
-                    names = [directory.split("/") for directory in numbers.directories]
                     for index in range(len(columns)):
                         level = pa.array([segments[index] for segments in names], pa.string()).take(rows_partition)
                         chunk = chunk.append_column(f"{_LEVEL}{index}", level)
