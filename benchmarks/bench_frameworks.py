@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 import manifest_committer.polars
 import manifest_committer.writing.dataset_output
+import manifest_committer.writing.job
 from manifest_committer.committer import CommitterBase
 from manifest_committer.protocols import create_committer
 from manifest_committer.store import FaultInjectingStore
@@ -121,6 +122,7 @@ def install_latency(latency: float) -> None:
 
     WriteJob.committer = committer  # type: ignore[assignment,method-assign]
     manifest_committer.writing.dataset_output.is_local = _not_local
+    manifest_committer.writing.job.is_local = _not_local  # type: ignore[attr-defined]  # open files as on a store
     manifest_committer.polars.is_local = _not_local  # type: ignore[attr-defined]
 
 

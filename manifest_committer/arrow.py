@@ -21,19 +21,20 @@ log = logging.getLogger(__name__)
 __all__ = ["write"]
 
 
-def _schema_and_batches(data: Any) -> tuple[Any, Iterator[Any]]:
-    """The schema and record batches of a ``Table``, ``RecordBatch``, ``RecordBatchReader`` or ``Dataset``."""
+def _schema_and_batches(data: Any) -> tuple[Any, Iterator[Any], bool]:
+    """The schema and record batches of a ``Table``, ``RecordBatch``, ``RecordBatchReader`` or ``Dataset``, and
+    whether they are in memory already (a table or a batch) rather than streamed (a reader or a dataset)."""
     import pyarrow as pa
     import pyarrow.dataset as pads
 
     if isinstance(data, pa.Table):
-        return data.schema, iter(data.to_batches())
+        return data.schema, iter(data.to_batches()), True
     if isinstance(data, pa.RecordBatch):
-        return data.schema, iter([data])
+        return data.schema, iter([data]), True
     if isinstance(data, pa.RecordBatchReader):
-        return data.schema, iter(data)
+        return data.schema, iter(data), False
     if isinstance(data, pads.Dataset):
-        return data.schema, iter(data.to_batches())
+        return data.schema, iter(data.to_batches()), False
     raise TypeError(f"expected a pyarrow Table, RecordBatch, RecordBatchReader or Dataset, got {type(data).__name__}")
 
 
@@ -66,6 +67,6 @@ def write(
         storage_options=storage_options,
         options=options,
     )
-    schema, batches = _schema_and_batches(table_or_dataset)
+    schema, batches, held_in_memory = _schema_and_batches(table_or_dataset)
     job.check_columns(schema.names)
-    return write_in_process(job, batch_writer(batches, schema))
+    return write_in_process(job, batch_writer(batches, schema, held_in_memory=held_in_memory))

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .success_data import SuccessData
-from .writing.job import TaskResult, WriteJob, abort_write, begin, commit_write, run_task
+from .writing.job import TaskResult, WriteJob, abort_write, batch_writer, begin, commit_write, run_task
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ def _write_partition(job: WriteJob, index: int, frame: Any) -> TaskResult:
     import pyarrow as pa
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    return run_task(job, index, table.to_batches())
+    return run_task(job, index, write=batch_writer(table.to_batches(), held_in_memory=True))
 
 
 def _commit(job: WriteJob, results: list[TaskResult]) -> SuccessData:

@@ -165,7 +165,9 @@ def test_every_protocol_on_the_cloud_emulators(cloud_destination: str, protocol:
     [
         ("local", {}, 1024),  # pyarrow's own default: at the limit it finishes files one at a time
         ("local", {"maxOpenFiles": "8"}, 8),
-        ("memory", {}, 64),  # an open file on an object store holds an upload buffer
+        ("memory", {}, 1024),  # the table is in memory: the upload buffers hold at most its rows once more
+        ("memory", {"maxOpenFiles": "8"}, 8),
+        ("memory-streamed", {}, 64),  # an open file on an object store buffers what a stream has not uploaded
     ],
 )
 def test_open_files_of_pyarrows_writer(
@@ -179,7 +181,9 @@ def test_open_files_of_pyarrows_writer(
         original(data, base_dir, **arguments)
 
     monkeypatch.setattr(pads, "write_dataset", recording)
-    destination = f"{tmp_path}/out" if url == "local" else f"memory://open-files-{expected}/out"
+    destination = f"{tmp_path}/out" if url == "local" else f"memory://open-files-{url}-{expected}/out"
     table = pa.table({"p": [1, 2], "x": [3, 4]})
-    mca.write(table, destination, partition_by=["p"], mode="overwrite", protocol="manifest", options=options)
+    data = pa.RecordBatchReader.from_batches(table.schema, table.to_batches()) if url.endswith("streamed") else table
+    mca.write(data, destination, partition_by=["p"], mode="overwrite", protocol="manifest", options=options)
     assert seen == [expected]
+    assert read_rows(destination, ["p", "x"]) == [(1, 3), (2, 4)]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pytest
 
 from manifest_committer.errors import ConfigError
@@ -21,7 +23,7 @@ from manifest_committer.writing import (
     commit_write,
     run_task,
 )
-from manifest_committer.writing.job import tables_writer
+from manifest_committer.writing.job import TaskWrite, batch_writer, tables_writer
 from tests.fixtures.writing import data_files, has_success, read_rows
 
 COLUMNS = ["dt", "x"]
@@ -195,3 +197,32 @@ def test_tables_of_different_schemas_are_written_by_one_task(tmp_path: object, f
         assert [json.loads(line) for line in lines] == [{"x": 1.0}, {"x": 2.5}, {"x": "three"}]
     else:
         assert sum("-s1-" in name for name in names) == 1
+
+
+@pytest.mark.parametrize(
+    ("writer", "expected"),
+    [
+        (lambda: tables_writer([pa.table({"dt": ["a", "b"], "x": [1, 2]})]), 1024),  # a Ray task's blocks
+        (lambda: batch_writer(batches("a", 1) + batches("b", 2), held_in_memory=True), 1024),  # a Dask partition
+        (lambda: batch_writer(iter(batches("a", 1) + batches("b", 2))), 64),  # a stream
+    ],
+)
+def test_tasks_whose_rows_are_in_memory_keep_more_files_open_on_an_object_store(
+    monkeypatch: pytest.MonkeyPatch, writer: Callable[[], TaskWrite], expected: int
+) -> None:
+    """On an object store an open file buffers what it has not uploaded; rows a task holds in memory anyway
+    bound those buffers, a stream does not."""
+    seen: list[int] = []
+    original = pads.write_dataset
+
+    def recording(data: object, base_dir: str, **arguments: object) -> None:
+        seen.append(int(arguments["max_open_files"]))  # type: ignore[call-overload]
+        original(data, base_dir, **arguments)
+
+    monkeypatch.setattr(pads, "write_dataset", recording)
+    url = f"memory://open-files-{uuid.uuid4().hex}/out"
+    job = new_job(url)
+    assert begin(job)
+    commit_write(job, [run_task(job, 0, write=writer())])
+    assert seen == [expected]
+    assert read_rows(url, COLUMNS) == [("a", 1), ("b", 2)]
