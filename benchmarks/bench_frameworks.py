@@ -29,7 +29,10 @@ One measured run of each after an unmeasured warm-up with a twentieth of the fil
 ``os.sync()``; a fresh directory per run. pyarrow's own writer is quadratic in the partitions of
 one batch, so it is also timed fed the same sorted slices of at most 128 partitions that the committer's task
 hands it ("own, same slices"); with ``--latency`` only so (the whole table in one batch took over ten minutes).
+Under ``--latency`` the store counts as an object store for the files pyarrow's writer keeps open (64 for a
+streamed task, 1,024 where the task's rows are in memory: ``TaskTarget.dataset_open_files``).
 Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02] [--repeat 5]``;
+``TMPDIR=$(bash benchmarks/ext4_in_ram.sh)`` in front measures a local ext4 without this machine's virtual disk.
 BENCHMARKS.md ("Other writer frameworks") has the results.
 """
 
