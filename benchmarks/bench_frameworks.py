@@ -26,7 +26,9 @@ fsspec calls inside them do not sleep again. Local disk answers probes in O(1), 
 One measured run of each after an unmeasured warm-up with a twentieth of the files (with the same latency), or
 ``--repeat K`` rounds, the writers' order reversed every other round, with each round's ratio and their median
 (this machine's virtual disk gave the same write 1.2 to 11 s within an hour); wall time of the write call after an
-``os.sync()``; a fresh directory per run. pyarrow's own writer is quadratic in the partitions of
+``os.sync()``; a fresh directory per run, all deleted at the end, not between runs (see ``timed``: on ext4 without
+a journal, files created within minutes of many deletions cost more; leave five minutes after deleting many files,
+a test suite's or an earlier run's, before a run). pyarrow's own writer is quadratic in the partitions of
 one batch, so it is also timed fed the same sorted slices of at most 128 partitions that the committer's task
 hands it ("own, same slices"); with ``--latency`` only so (the whole table in one batch took over ten minutes).
 Under ``--latency`` the store counts as an object store for the files pyarrow's writer keeps open (64 for a
@@ -150,14 +152,17 @@ def count_files(path: str) -> int:
 
 
 def timed(write: Callable[[str], Any], root: str, name: str) -> float:
+    """One timed write into a new directory under ``root``, kept until the benchmark ends: ext4 without a journal
+    (this machine's root file system) passes over every free inode deleted in the last 60 s (300 s while its
+    inode table block is dirty) when it allocates one, checking each (``recently_deleted``); after many deletions
+    a file creation cost over 1 ms of system CPU, most of it there (``perf``)."""
     target = f"{root}/{name.replace(' ', '-').replace(',', '')}-{uuid.uuid4().hex[:6]}"
-    os.sync()  # the previous run's writeback (and its deletion) is not charged to this one
+    os.sync()  # the previous run's writeback is not charged to this one
     start = time.perf_counter()
     write(target)
     elapsed = time.perf_counter() - start
     load = os.getloadavg()[0]
     print(f"  {name:<22} {elapsed:8.2f} s  {count_files(target):6d} files  load {load:4.1f}", flush=True)
-    shutil.rmtree(target)
     return elapsed
 
 
