@@ -21,6 +21,7 @@ from tests.fixtures.writing import (
     has_success,
     partition_directories,
     read_rows,
+    record_open_files,
 )
 
 TABLE = pa.table({"dt": ["2026-11-22", "a/b", None, "2026-11-22"], "x": [1, 2, 3, 4]})
@@ -173,14 +174,7 @@ def test_every_protocol_on_the_cloud_emulators(cloud_destination: str, protocol:
 def test_open_files_of_pyarrows_writer(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch, url: str, options: dict[str, str], expected: int
 ) -> None:
-    seen: list[int] = []
-    original = pads.write_dataset
-
-    def recording(data: object, base_dir: str, **arguments: object) -> None:
-        seen.append(int(arguments["max_open_files"]))  # type: ignore[call-overload]
-        original(data, base_dir, **arguments)
-
-    monkeypatch.setattr(pads, "write_dataset", recording)
+    seen = record_open_files(monkeypatch)
     destination = f"{tmp_path}/out" if url == "local" else f"memory://open-files-{url}-{expected}/out"
     table = pa.table({"p": [1, 2], "x": [3, 4]})
     data = pa.RecordBatchReader.from_batches(table.schema, table.to_batches()) if url.endswith("streamed") else table

@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.dataset as pads
 import pytest
 
 from manifest_committer.errors import ConfigError
@@ -24,7 +23,7 @@ from manifest_committer.writing import (
     run_task,
 )
 from manifest_committer.writing.job import TaskWrite, batch_writer, tables_writer
-from tests.fixtures.writing import data_files, has_success, read_rows
+from tests.fixtures.writing import data_files, has_success, read_rows, record_open_files
 
 COLUMNS = ["dt", "x"]
 
@@ -212,14 +211,7 @@ def test_tasks_whose_rows_are_in_memory_keep_more_files_open_on_an_object_store(
 ) -> None:
     """On an object store an open file buffers what it has not uploaded; rows a task holds in memory anyway
     bound those buffers, a stream does not."""
-    seen: list[int] = []
-    original = pads.write_dataset
-
-    def recording(data: object, base_dir: str, **arguments: object) -> None:
-        seen.append(int(arguments["max_open_files"]))  # type: ignore[call-overload]
-        original(data, base_dir, **arguments)
-
-    monkeypatch.setattr(pads, "write_dataset", recording)
+    seen = record_open_files(monkeypatch)
     url = f"memory://open-files-{uuid.uuid4().hex}/out"
     job = new_job(url)
     assert begin(job)
