@@ -25,12 +25,13 @@ fsspec calls inside them do not sleep again. Local disk answers probes in O(1), 
 
 One measured run of each after an unmeasured warm-up with a twentieth of the files (with the same latency), or
 ``--repeat K`` rounds, the writers' order reversed every other round, with each round's ratio and their median
-(this machine's virtual disk gave the same write 1.2 to 11 s within an hour); wall time of the write call after an
-``os.sync()``; a fresh directory per run, all deleted at the end, not between runs (see ``timed``: on ext4 without
-a journal, files created within minutes of many deletions cost more; leave five minutes after deleting many files,
-a test suite's or an earlier run's, before a run). pyarrow's own writer is quadratic in the partitions of
-one batch, so it is also timed fed the same sorted slices of at most 128 partitions that the committer's task
-hands it ("own, same slices"); with ``--latency`` only so (the whole table in one batch took over ten minutes).
+(this machine's disk gave the same write 1.2 to 11 s within an hour while runs deleted their output); wall time
+of the write call after an ``os.sync()``; a fresh directory per run, all deleted at the end, not between runs (see
+``timed``: on ext4 without a journal, files created within minutes of many deletions cost more; leave five minutes
+after deleting many files, a test suite's or an earlier run's, before a run). pyarrow's own writer is quadratic in
+the partitions of one batch, so it is also timed fed the same sorted slices of at most 128 partitions that the
+committer's task hands it ("own, same slices"); with ``--latency`` only so (the whole table in one batch took
+over ten minutes).
 Under ``--latency`` the store counts as an object store for the files pyarrow's writer keeps open (64 for a
 streamed task, 1,024 where the task's rows are in memory: ``TaskTarget.dataset_open_files``).
 Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02] [--repeat 5]``;
