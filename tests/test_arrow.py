@@ -21,7 +21,7 @@ from tests.fixtures.writing import (
     has_success,
     partition_directories,
     read_rows,
-    record_open_files,
+    record_write_dataset,
 )
 
 TABLE = pa.table({"dt": ["2026-11-22", "a/b", None, "2026-11-22"], "x": [1, 2, 3, 4]})
@@ -132,14 +132,7 @@ def test_files_are_written_by_write_dataset_with_names_unique_to_the_attempt(
 ) -> None:
     """pyarrow's own writer writes the files (one ``write_dataset`` call per task attempt), every name carries the
     job and the attempt, and ``maxRecordsPerFile`` rolls files as pyarrow's ``max_rows_per_file``."""
-    calls: list[dict[str, object]] = []
-    original = pads.write_dataset
-
-    def recorded(data: object, base_dir: str, **arguments: object) -> None:
-        calls.append(arguments)
-        original(data, base_dir, **arguments)
-
-    monkeypatch.setattr(pads, "write_dataset", recorded)
+    calls = record_write_dataset(monkeypatch)
     summary = mca.write(TABLE, destination, partition_by=["dt"], options={"maxRecordsPerFile": "1"})
     assert summary is not None
     assert len(calls) == 1 and calls[0]["max_rows_per_file"] == 1
@@ -174,10 +167,10 @@ def test_every_protocol_on_the_cloud_emulators(cloud_destination: str, protocol:
 def test_open_files_of_pyarrows_writer(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch, url: str, options: dict[str, str], expected: int
 ) -> None:
-    seen = record_open_files(monkeypatch)
+    calls = record_write_dataset(monkeypatch)
     destination = f"{tmp_path}/out" if url == "local" else f"memory://open-files-{url}-{expected}/out"
     table = pa.table({"p": [1, 2], "x": [3, 4]})
     data = pa.RecordBatchReader.from_batches(table.schema, table.to_batches()) if url.endswith("streamed") else table
     mca.write(data, destination, partition_by=["p"], mode="overwrite", protocol="manifest", options=options)
-    assert seen == [expected]
+    assert [call["max_open_files"] for call in calls] == [expected]
     assert read_rows(destination, ["p", "x"]) == [(1, 3), (2, 4)]

@@ -14,6 +14,7 @@ import pytest
 from manifest_committer.writing import WriteJob, dataset_output
 from manifest_committer.writing.dataset_output import PartitionNumbers, write_dataset_task
 from manifest_committer.writing.partitioning import partition_path
+from tests.fixtures.writing import record_write_dataset
 
 
 def job_for(url: str, **options: str) -> WriteJob:
@@ -106,18 +107,14 @@ def test_a_task_of_many_partitions_writes_them_in_calls_of_few(
     """pyarrow's writer also slows down with the partitions one call meets (10,000: 4.3 s in one call, 0.76 s
     in ten): past 1,024 partitions (counted by slices of 128) the next slices go to another call. A partition
     met again in a later call (a second input batch) gets a file of its own, named apart: no row is lost."""
-    calls: list[str] = []
-    original = pads.write_dataset
-
-    def counting(data: Any, base_dir: str, **arguments: Any) -> None:
-        calls.append(arguments["basename_template"])
-        original(data, base_dir, **arguments)
-
-    monkeypatch.setattr(pads, "write_dataset", counting)
+    calls = record_write_dataset(monkeypatch)
     first = pa.record_batch({"dt": [f"d{index % 1300}" for index in range(2600)], "x": list(range(2600))})
     again = pa.record_batch({"dt": ["d0", "d1299"], "x": [-1, -2]})
     written = write(tmp_path, [first, again], in_place=in_place)
-    assert calls == ["part-00000-j-a1-c{i}.snappy.parquet", "part-00000-j-a1-g1-c{i}.snappy.parquet"]
+    assert [call["basename_template"] for call in calls] == [
+        "part-00000-j-a1-c{i}.snappy.parquet",
+        "part-00000-j-a1-g1-c{i}.snappy.parquet",
+    ]
     assert written.rows == 2602
     d0 = sorted(destination for destination in written.outputs.values() if destination.startswith("dt=d0/"))
     assert d0 == ["dt=d0/part-00000-j-a1-c0.snappy.parquet", "dt=d0/part-00000-j-a1-g1-c0.snappy.parquet"]

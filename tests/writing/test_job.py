@@ -23,7 +23,7 @@ from manifest_committer.writing import (
     run_task,
 )
 from manifest_committer.writing.job import TaskWrite, batch_writer, tables_writer
-from tests.fixtures.writing import data_files, has_success, read_rows, record_open_files
+from tests.fixtures.writing import data_files, has_success, read_rows, record_write_dataset
 
 COLUMNS = ["dt", "x"]
 
@@ -211,10 +211,10 @@ def test_tasks_whose_rows_are_in_memory_keep_more_files_open_on_an_object_store(
 ) -> None:
     """On an object store an open file buffers what it has not uploaded; rows a task holds in memory anyway
     bound those buffers, a stream does not."""
-    seen = record_open_files(monkeypatch)
+    calls = record_write_dataset(monkeypatch)
     url = f"memory://open-files-{uuid.uuid4().hex}/out"
     job = new_job(url)
     assert begin(job)
     commit_write(job, [run_task(job, 0, write=writer())])
-    assert seen == [expected]
+    assert [call["max_open_files"] for call in calls] == [expected]
     assert read_rows(url, COLUMNS) == [("a", 1), ("b", 2)]
