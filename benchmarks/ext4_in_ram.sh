@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # An ext4 file system in RAM (a loop device over /dev/shm), to measure a local file system without this
-# machine's virtual disk, whose metadata calls vary tenfold within an hour. Needs root; prints the mount point:
+# machine's root file system (ext4 without a journal, which charges file creations for recent deletions).
+# Needs root; prints the mount point:
 #   TMPDIR=$(bash benchmarks/ext4_in_ram.sh) python benchmarks/bench_frameworks.py --repeat 5
 # Remove it with: umount /mnt/bench-ext4 && rm /dev/shm/bench-ext4.img
 set -euo pipefail
