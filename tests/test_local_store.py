@@ -6,6 +6,8 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from manifest_committer.store import open_store
 from manifest_committer.store.local import is_write_in_progress
 
@@ -38,3 +40,23 @@ def test_temporary_names_are_recognised_and_data_names_are_not() -> None:
     assert is_write_in_progress(".MARKERS0.k2j3_x.tmp")
     assert not is_write_in_progress("part-0.tmp")
     assert not is_write_in_progress(".hidden.marker.CREATE")
+
+
+def test_mkdirs_makes_missing_parents_accepts_a_directory_and_refuses_a_file_in_the_way(tmp_path: Path) -> None:
+    store, root = open_store(str(tmp_path))
+    store.mkdirs(f"{root}/a/b/c")  # parents missing
+    store.mkdirs(f"{root}/a/b/c")  # there already: fine
+    store.mkdirs(f"{root}/a/d")  # parent there
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "a" / "link").symlink_to(tmp_path / "elsewhere")
+    store.mkdirs(f"{root}/a/link")  # a link to a directory counts as one, as with os.makedirs(exist_ok=True)
+    (tmp_path / "file").write_bytes(b"data")
+    with pytest.raises(FileExistsError, match="in the way of a directory"):
+        store.mkdirs(f"{root}/file")
+    with pytest.raises(FileExistsError, match="in the way of a parent directory"):
+        store.mkdirs(f"{root}/file/below")
+    with pytest.raises(FileExistsError, match="in the way of a parent directory"):
+        store.mkdirs(f"{root}/file/below/deeper")
+    assert sorted(os.listdir(tmp_path / "a")) == ["b", "d", "link"]
+    assert os.listdir(tmp_path / "a" / "b") == ["c"]
+    assert (tmp_path / "file").read_bytes() == b"data"
