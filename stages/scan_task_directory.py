@@ -191,6 +191,8 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 parent = posixpath.join(parent, segment)
 
         children_of(root)
+        # Declared paths are relative and checked (declared_output_problem): a join is a concatenation.
+        root_prefix, dest_prefix = _as_prefix(root), _as_prefix(self.paths.dest)
         files: list[FileEntry] = []
         dest_dirs: set[str] = set()
         claimed: dict[str, str] = {}
@@ -204,7 +206,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                     f"both go to {dest_relative!r}"
                 )
             claimed[dest_relative] = source_relative
-            source = posixpath.join(root, source_relative)
+            source = root_prefix + source_relative
             no_link_above(source_relative)
             parent, _, name = source.rpartition("/")
             listed = children_of(parent).get(name)
@@ -212,10 +214,12 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 raise self._link_error(listed, task_attempt_id)
             if listed is None or listed.is_dir:
                 raise JobStateError(f"{to_url(source)}: output of task attempt {task_attempt_id} does not exist")
-            dest = posixpath.join(self.paths.dest, dest_relative)
+            dest = dest_prefix + dest_relative
             files.append(FileEntry(to_url(source), to_url(dest), listed.size, listed.etag))
-            segments = dest_relative.split("/")[:-1]
-            dest_dirs.update("/".join(segments[:depth]) for depth in range(1, len(segments) + 1))
+            parent = dest_relative.rpartition("/")[0]
+            if parent and parent not in dest_dirs:  # else it came with its ancestors, for an earlier file
+                segments = parent.split("/")
+                dest_dirs.update("/".join(segments[:depth]) for depth in range(1, len(segments) + 1))
         directories: list[DirEntry] = []
         existing: dict[str, bool] = {"": True}
         siblings: dict[str, int] = {}
@@ -224,7 +228,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             siblings[parent] = siblings.get(parent, 0) + 1
         listed_parents: dict[str, dict[str, FileStatus]] = {}
         for relative in sorted(dest_dirs, key=lambda d: (d.count("/"), d)):
-            dest_dir = posixpath.join(self.paths.dest, relative)
+            dest_dir = dest_prefix + relative
             parent, _, name = relative.rpartition("/")
             if not existing[parent]:
                 status = EntryStatus.NOT_FOUND
@@ -241,6 +245,11 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             directories.append(DirEntry(to_url(dest_dir), status, relative.count("/") + 1))
         max_depth = max((entry.level for entry in directories), default=0)
         return self._result(files, directories, max_depth)
+
+
+def _as_prefix(directory: str) -> str:
+    """What ``posixpath.join(directory, relative)`` puts before ``relative``."""
+    return directory if not directory or directory.endswith("/") else directory + "/"
 
 
 def _name(status: FileStatus) -> str:
