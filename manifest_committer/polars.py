@@ -40,24 +40,28 @@ class _FileNames:
         self.partitions: set[str] = set()
         self.handles: list[Any] = []
         self._lock = threading.Lock()
+        # Polars calls this once a file, holding up its sink: what every call needs is looked up once here.
+        self._columns = tuple(target.job.partition_by)
+        self._name_start = target.file_prefix + "-c"
+        self._extension = target.job.output_format.extension
+        self._work_prefix = target.task.work_path.rstrip("/") + "/"
 
     def __call__(self, args: Any) -> Any:
-        columns = self.target.job.partition_by
+        columns = self._columns
         directory = partition_path(columns, args.partition_keys.row(0)) if columns else ""
-        task = self.target.task
         with self._lock:
-            name = f"{self.target.file_prefix}-c{len(self.outputs):03d}{self.target.job.output_format.extension}"
+            name = f"{self._name_start}{len(self.outputs):03d}{self._extension}"
             destination = f"{directory}/{name}" if directory else name
             relative = destination if self.target.in_place else name  # flat unless the protocol writes in place
             self.outputs[relative] = destination
             if directory:
                 self.partitions.add(directory)
-        path = f"{task.work_path.rstrip('/')}/{relative}"
+        fs = self.target.task.fs
         if self.local:
             if "/" in relative:
-                task.fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+                fs.makedirs(f"{self._work_prefix}{relative.rpartition('/')[0]}", exist_ok=True)
             return relative  # Polars writes it itself, under base_path
-        handle = task.fs.open(path, "wb")
+        handle = fs.open(f"{self._work_prefix}{relative}", "wb")
         with self._lock:
             self.handles.append(handle)
         return handle

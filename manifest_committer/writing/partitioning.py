@@ -7,6 +7,7 @@ so the same escaping here makes the output readable by ``spark.read`` with parti
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Sequence
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
@@ -16,8 +17,13 @@ DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 _CHARACTERS_TO_ESCAPE = frozenset(chr(code) for code in range(0x01, 0x20)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
 
 
+_ANY_TO_ESCAPE = re.compile("[" + re.escape("".join(sorted(_CHARACTERS_TO_ESCAPE))) + "]")
+
+
 def escape_path_name(text: str) -> str:
     """Escape one path segment as ``%XX`` (upper-case hex) for every character Spark escapes; spaces stay."""
+    if _ANY_TO_ESCAPE.search(text) is None:  # most names: a writer names a directory per file it opens
+        return text
     return "".join(f"%{ord(char):02X}" if char in _CHARACTERS_TO_ESCAPE else char for char in text)
 
 
