@@ -7,7 +7,9 @@ values), Dask 4 partitions x 2,500 values, Ray 10 blocks x 1,000 values (Ray's o
 than 1,024 partitions per block). 20 rows per file (``--rows-per-file``).
 
 Own writers (unsafe: straight to the final paths): ``pyarrow.dataset.write_dataset(partitioning=["p"], flavor
-hive)`` fed the same record batch reader as the committer's task, Polars ``write_parquet(partition_by="p")``,
+hive)`` fed the same record batch reader as the committer's task, Polars ``write_parquet(partition_by="p")``
+(and, on local disk, Polars' sink through a ``file_path_provider`` naming files as Polars does: the extension point
+the committer's task uses, without the committer),
 Dask ``to_parquet(partition_on=["p"])`` (threads scheduler), Ray ``write_parquet(partition_cols=["p"])`` (2 CPUs).
 Through the committer: ``manifest_committer.<framework>.write(partition_by=["p"], protocol="manifest")``.
 
