@@ -17,7 +17,7 @@ command -v tmux >/dev/null || { echo "== apt-get install tmux"; apt-get update -
 # about 12. Where /dev/shm is a tmpfs with room, the tests' temporary files go there, unless TMPDIR is set.
 if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] \
   && [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -gt $((4 * 1024 * 1024)) ]; then
-  export TMPDIR=/dev/shm/manifest-committer-tests
+  export TMPDIR=/dev/shm/mc-tests  # short: Ray puts its sockets under it (107 bytes at most)
   mkdir -p "$TMPDIR"
 fi
 echo "== ruff format --check"; ruff format --check .
