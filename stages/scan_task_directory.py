@@ -216,9 +216,9 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 raise JobStateError(f"{to_url(source)}: output of task attempt {task_attempt_id} does not exist")
             dest = dest_prefix + dest_relative
             files.append(FileEntry(to_url(source), to_url(dest), listed.size, listed.etag))
-            parent = dest_relative.rpartition("/")[0]
-            if parent and parent not in dest_dirs:  # else it came with its ancestors, for an earlier file
-                segments = parent.split("/")
+            dest_parent = dest_relative.rpartition("/")[0]
+            if dest_parent and dest_parent not in dest_dirs:  # else it came with its ancestors, for an earlier file
+                segments = dest_parent.split("/")
                 dest_dirs.update("/".join(segments[:depth]) for depth in range(1, len(segments) + 1))
         directories: list[DirEntry] = []
         existing: dict[str, bool] = {"": True}

@@ -35,6 +35,16 @@ def test_escape_matches_spark(value: str, expected: str) -> None:
     assert unescape_path_name(expected) == value
 
 
+def test_every_character_spark_escapes_is_escaped_alone_and_inside_a_name() -> None:
+    """A name with nothing to escape is returned as it is (a regex decides): that check must miss no character."""
+    escaped = {chr(code) for code in range(0x01, 0x20)} | set("\"#%'*/:=?\\\x7f{[]^")
+    for code in range(0x3000):
+        char = chr(code)
+        expected = f"%{code:02X}" if char in escaped else char
+        assert escape_path_name(char) == expected, repr(char)
+        assert escape_path_name(f"a{char}b") == f"a{expected}b", repr(char)
+
+
 def test_unescape_leaves_stray_percent() -> None:
     assert unescape_path_name("50%") == "50%"
     assert unescape_path_name("%zz%4") == "%zz%4"
