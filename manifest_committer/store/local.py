@@ -126,19 +126,13 @@ class LocalStore(FsspecStore):
         """``mkdir`` first: a job commit makes thousands of directories whose parent exists, and
         ``os.makedirs`` probes the parent before each (a ``stat`` and a path split per directory)."""
         try:
-            os.mkdir(path)
-            return
+            try:
+                os.mkdir(path)
+            except FileNotFoundError:  # a parent is missing too
+                os.makedirs(path, exist_ok=True)
         except FileExistsError:
             if os.path.isdir(path):  # as makedirs(exist_ok=True): a link to a directory counts as one
                 return
-            raise FileExistsError(errno.EEXIST, "a file is in the way of a directory", path) from None
-        except NotADirectoryError:
-            raise FileExistsError(errno.ENOTDIR, "a file is in the way of a parent directory", path) from None
-        except FileNotFoundError:
-            pass  # a parent is missing too
-        try:
-            os.makedirs(path, exist_ok=True)
-        except FileExistsError:
             raise FileExistsError(errno.EEXIST, "a file is in the way of a directory", path) from None
         except NotADirectoryError:
             raise FileExistsError(errno.ENOTDIR, "a file is in the way of a parent directory", path) from None
