@@ -192,7 +192,8 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
 
         children_of(root)
         # Declared paths are relative and checked (declared_output_problem): a join is a concatenation.
-        root_prefix, dest_prefix = _as_prefix(root), _as_prefix(self.paths.dest)
+        admission = JobAdmission(self.paths)
+        root_prefix, dest_prefix = admission.source_prefix(task_attempt_id), admission.dest_prefix
         files: list[FileEntry] = []
         dest_dirs: set[str] = set()
         claimed: dict[str, str] = {}
@@ -245,11 +246,6 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             directories.append(DirEntry(to_url(dest_dir), status, relative.count("/") + 1))
         max_depth = max((entry.level for entry in directories), default=0)
         return self._result(files, directories, max_depth)
-
-
-def _as_prefix(directory: str) -> str:
-    """What ``posixpath.join(directory, relative)`` puts before ``relative``."""
-    return directory if not directory or directory.endswith("/") else directory + "/"
 
 
 def _name(status: FileStatus) -> str:
