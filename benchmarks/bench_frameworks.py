@@ -65,8 +65,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 import manifest_committer.polars
 import manifest_committer.writing.dataset_output
 import manifest_committer.writing.job
-from manifest_committer.committer import CommitterBase
-from manifest_committer.protocols import create_committer
+from manifest_committer.protocols.base import CommitterBase
+from manifest_committer.protocols.registry import create_committer
 from manifest_committer.store import FaultInjectingStore
 from manifest_committer.writing.job import WriteJob
 

@@ -53,8 +53,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import manifest_committer as mc
-from manifest_committer.committer import CommitterBase
 from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+from manifest_committer.protocols.base import CommitterBase
 
 STAGES = (
     "job_stage_load_manifests",

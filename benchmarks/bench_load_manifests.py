@@ -22,7 +22,7 @@ from manifest_committer.config import CommitterConfig
 from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from manifest_committer.paths import JobPaths
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.load_manifests import LoadManifestsArguments, LoadManifestsStage
+from manifest_committer.stages.manifest.load_manifests import LoadManifestsArguments, LoadManifestsStage
 from manifest_committer.store import open_store
 
 JOB_ID = "job-load"

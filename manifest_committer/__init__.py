@@ -7,7 +7,6 @@ writes a JSON ``_SUCCESS`` summary. Files are compatible with Hadoop 3.5's Manif
 
 from __future__ import annotations
 
-from .committer import ManifestCommitter, TaskAttempt
 from .config import CommitterConfig
 from .errors import (
     CommitterError,
@@ -23,12 +22,13 @@ from .errors import (
 )
 from .iostatistics import IOStatisticsSnapshot, MeanStatistic
 from .manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
-from .protocols import PROTOCOLS, Committer, create_committer
-from .readers import committed_files, vacuum
-from .rollback import RolledBack, rollback
+from .operate.rollback import RolledBack, rollback
+from .protocols.base import ManifestCommitter, TaskAttempt
+from .protocols.registry import PROTOCOLS, Committer, create_committer
+from .protocols.transactional.committer import TransactionalCommitter
+from .protocols.transactional.readers import committed_files, vacuum
+from .protocols.upload.committer import UploadCommitter
 from .success_data import SuccessData
-from .transactional_committer import TransactionalCommitter
-from .upload_committer import UploadCommitter
 
 __version__ = "0.1.0"
 

@@ -185,7 +185,7 @@ class FileOutputPaths:
 
     @property
     def commit_started_path(self) -> str:
-        """The job commit's plan (``stages/file_output_journal.py``), written before the destination changes."""
+        """The job commit's plan (``stages/file_output/journal.py``), written before the destination changes."""
         return posixpath.join(self.job_attempt_dir, FILE_OUTPUT_COMMIT_STARTED)
 
     @property

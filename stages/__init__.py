@@ -20,7 +20,7 @@ Job side
     ``commit_job``          CommitJobStage           all of the job side, in that order
     ``abort_job``           AbortJobStage            undo an interrupted commit, then clean up
 
-The ``v1`` and ``v2`` protocols (Hadoop FileOutputCommitter's algorithms, ``file_output_committer.py``)
+The ``v1`` and ``v2`` protocols (Hadoop FileOutputCommitter's algorithms, ``protocols/file_output/committer.py``)
     ``file_output_setup_job``   FileOutputSetupJobStage   claim ``_temporary/<appAttempt>`` for the job
     ``file_output_setup_task``  FileOutputSetupTaskStage  create ``_temporary/<appAttempt>/_temporary/<attempt>``
     ``merge_paths``             MergePathsStage           Hadoop's mergePaths: move a tree, never overwriting

@@ -17,13 +17,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..committer import ManifestCommitter
 from ..config import CommitterConfig
 from ..errors import CommitterError, JobStateError
 from ..iostatistics import StatisticsStore
 from ..paths import TEMPORARY_DIR, JobPaths, check_id
+from ..protocols.base import ManifestCommitter
+from ..protocols.transactional.committer import TransactionalCommitter
+from ..protocols.transactional.records import TransactionPaths
+from ..protocols.upload.committer import UploadCommitter
 from ..stages.base import Stage, StageContext
-from ..stages.upload_state import job_marker_keys
+from ..stages.upload.state import job_marker_keys
 from ..statistic_names import (
     COMMIT_FILE_RENAME_RECOVERED,
     COMMITTER_BYTES_COMMITTED,
@@ -33,9 +36,6 @@ from ..statistic_names import (
 )
 from ..store.factory import open_destination_store
 from ..success_data import SUCCESS_MARKER, SuccessData
-from ..transactional_committer import TransactionalCommitter
-from ..transactions import TransactionPaths
-from ..upload_committer import UploadCommitter
 from .progress import CommitProgressBar
 from .status import MANIFEST, TRANSACTIONAL, UPLOAD, AttemptStatus, JobStatus, MarkerStatus, inspect_destination
 

@@ -15,17 +15,17 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from .config import CommitterConfig
-from .errors import CommitterError
-from .markers import MarkerPaths, job_liveness
-from .paths import TEMPORARY_DIR, JobPaths, check_id, is_valid_id
-from .readers import call_on, store_retry_policy
-from .store import StoreOperations
-from .store.factory import open_destination_store
-from .transactional_committer import TransactionalCommitter
-from .transactions import TransactionPaths
-from .upload_committer import UploadCommitter
-from .uploads import UploadPaths
+from ..config import CommitterConfig
+from ..errors import CommitterError
+from ..markers import MarkerPaths, job_liveness
+from ..paths import TEMPORARY_DIR, JobPaths, check_id, is_valid_id
+from ..protocols.transactional.committer import TransactionalCommitter
+from ..protocols.transactional.readers import call_on, store_retry_policy
+from ..protocols.transactional.records import TransactionPaths
+from ..protocols.upload.committer import UploadCommitter
+from ..protocols.upload.records import UploadPaths
+from ..store import StoreOperations
+from ..store.factory import open_destination_store
 
 log = logging.getLogger(__name__)
 

@@ -30,15 +30,15 @@ from ..iostatistics import StatisticsStore
 from ..manifest import MANIFEST_SUFFIX, TaskManifest
 from ..markers import MarkerPaths, job_liveness, read_markers
 from ..paths import TEMPORARY_DIR, TRASH_DIR, JobPaths
-from ..readers import count_files
+from ..protocols.transactional.readers import count_files
+from ..protocols.transactional.records import COMMITTED_PREFIX, STARTED_PREFIX, TransactionPaths
+from ..protocols.upload.records import PENDING_SUFFIX, UploadPaths
 from ..stages.base import Stage, StageContext
 from ..stages.journal import committed_summary, count_runs, read_commit_record
-from ..stages.upload_state import find_job_uploads, list_if_present, recorded_attempts
+from ..stages.upload.state import find_job_uploads, list_if_present, recorded_attempts
 from ..statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
 from ..store import StoreOperations
 from ..success_data import SuccessData
-from ..transactions import COMMITTED_PREFIX, STARTED_PREFIX, TransactionPaths
-from ..uploads import PENDING_SUFFIX, UploadPaths
 
 log = logging.getLogger(__name__)
 

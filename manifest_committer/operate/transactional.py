@@ -16,10 +16,10 @@ from typing import Any
 from ..config import CommitterConfig
 from ..errors import CommitterError
 from ..paths import JobPaths, check_id
-from ..readers import vacuum
-from ..rollback import rollback
+from ..protocols.transactional.readers import vacuum
+from ..protocols.transactional.records import TransactionPaths
 from ..store.factory import open_destination_store
-from ..transactions import TransactionPaths
+from .rollback import rollback
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ A protocol is a small set of stages (``stages/``) driven by a subclass of ``Comm
 must not differ between protocols: id checks, opening the store (with the test hook ``store_wrapper``), the
 ``io.rate`` limit, the one thread pool of a job call, the ``StageContext`` of each call (statistics, retry
 policies, the store gate), the failure and summary reports of ``summary.report.directory``, and ``close()``.
-``protocols.py`` names the protocols and builds their committers (``create_committer``).
+``protocols/registry.py`` names the protocols and builds their committers (``create_committer``).
 """
 
 from __future__ import annotations
@@ -23,25 +23,25 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Self, TypeVar
 
-from .config import MANIFEST_PREFIX, CommitterConfig
-from .errors import CommitterError, ConfigError
-from .iostatistics import StatisticsStore
-from .manifest import TaskManifest
-from .paths import JobPaths, check_id
-from .retry import RetryPolicy
-from .stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
-from .stages.abort_task import AbortTaskArguments, AbortTaskStage
-from .stages.base import StageContext
-from .stages.cleanup import wait_for_background_cleanup
-from .stages.commit_job import CommitJobArguments, CommitJobStage
-from .stages.commit_task import CommitTaskArguments, CommitTaskStage
-from .stages.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
-from .stages.setup_job import SetupJobArguments, SetupJobStage
-from .stages.setup_task import SetupTaskArguments, SetupTaskStage
-from .statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
-from .store import StoreOperations, open_store
-from .store.rate_limit import RateLimitedStore, TokenBucket
-from .success_data import COMMITTER_NAME, SuccessData
+from ..config import MANIFEST_PREFIX, CommitterConfig
+from ..errors import CommitterError, ConfigError
+from ..iostatistics import StatisticsStore
+from ..manifest import TaskManifest
+from ..paths import JobPaths, check_id
+from ..retry import RetryPolicy
+from ..stages.base import StageContext
+from ..stages.cleanup import wait_for_background_cleanup
+from ..stages.manifest.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
+from ..stages.manifest.abort_task import AbortTaskArguments, AbortTaskStage
+from ..stages.manifest.commit_job import CommitJobArguments, CommitJobStage
+from ..stages.manifest.commit_task import CommitTaskArguments, CommitTaskStage
+from ..stages.manifest.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
+from ..stages.manifest.setup_job import SetupJobArguments, SetupJobStage
+from ..stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
+from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
+from ..store import StoreOperations, open_store
+from ..store.rate_limit import RateLimitedStore, TokenBucket
+from ..success_data import COMMITTER_NAME, SuccessData
 
 log = logging.getLogger(__name__)
 

@@ -13,10 +13,10 @@ import threading
 from contextlib import AbstractContextManager
 from typing import Generic, TypeVar
 
-from .committer import CommitterBase, TaskAttempt
-from .direct_write_fs import AttemptRegister
-from .markers import MarkerPaths, MarkerServer
-from .markers.driver import JobMarkers, check_marker_type
+from ..markers import MarkerPaths, MarkerServer
+from ..markers.driver import JobMarkers, check_marker_type
+from .base import CommitterBase, TaskAttempt
+from .transactional.task_fs import AttemptRegister
 
 V = TypeVar("V")
 

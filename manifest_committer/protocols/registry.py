@@ -1,8 +1,8 @@
 """The commit protocols behind one interface: ``Committer`` and ``create_committer``.
 
-A protocol is a small set of stages driven by a subclass of ``CommitterBase`` (``committer.py``), which shares
+A protocol is a small set of stages driven by a subclass of ``CommitterBase`` (``protocols/base.py``), which shares
 the store layer, retries, statistics and the ``_SUCCESS``/summary reports. The next protocol is a copy of the
-smallest existing one (``file_output_committer.py``), not of the largest.
+smallest existing one (``protocols/file_output/committer.py``), not of the largest.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from .committer import CommitterBase, ManifestCommitter, TaskAttempt
-from .config import CommitterConfig
-from .errors import CommitterError, UnsupportedStoreError
-from .file_output_committer import FileOutputCommitterV1, FileOutputCommitterV2
-from .manifest import TaskManifest
-from .store import StoreOperations
-from .store.factory import S3_PROTOCOLS, _protocol_of
-from .success_data import SuccessData
-from .transactional_committer import TransactionalCommitter
-from .upload_committer import UploadCommitter
+from ..config import CommitterConfig
+from ..errors import CommitterError, UnsupportedStoreError
+from ..manifest import TaskManifest
+from ..store import StoreOperations
+from ..store.factory import S3_PROTOCOLS, _protocol_of
+from ..success_data import SuccessData
+from .base import CommitterBase, ManifestCommitter, TaskAttempt
+from .file_output.committer import FileOutputCommitterV1, FileOutputCommitterV2
+from .transactional.committer import TransactionalCommitter
+from .upload.committer import UploadCommitter
 
 log = logging.getLogger(__name__)
 

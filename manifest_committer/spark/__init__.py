@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..committer import SUMMARY_FILENAME_FORMAT
 from ..config import MANIFEST_PREFIX
 from ..errors import CommitterError, ManifestError
-from ..readers import committed_files
+from ..protocols.base import SUMMARY_FILENAME_FORMAT
+from ..protocols.transactional.readers import committed_files
 from ..store import open_destination_store
 from ..success_data import SuccessData
 from ..writing.job import DestinationExistsError

@@ -55,10 +55,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..committer import CommitterBase
 from ..config import CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
-from ..protocols import create_committer, hosts_marker_server, resolve_protocol
+from ..protocols.base import CommitterBase
+from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
 from ..writing.formats import OutputFormat, output_format
 from ..writing.job import int_option, is_committer_key
 from ..writing.modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output

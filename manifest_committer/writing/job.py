@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..committer import CommitterBase, TaskAttempt
 from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
-from ..protocols import create_committer, hosts_marker_server, resolve_protocol
+from ..protocols.base import CommitterBase, TaskAttempt
+from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
 from ..store import open_destination_store
 from ..success_data import SuccessData
 from .dataset_output import DATASET_FORMATS, is_local, schema_groups, write_dataset_task

@@ -22,7 +22,7 @@ from ..paths import TEMPORARY_DIR
 from ..success_data import SUCCESS_MARKER
 
 if TYPE_CHECKING:
-    from ..committer import CommitterBase
+    from ..protocols.base import CommitterBase
     from ..success_data import SuccessData
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from .formats import FileWriter, OutputFormat
 from .partitioning import partition_path
 
 if TYPE_CHECKING:
-    from ..committer import TaskAttempt
+    from ..protocols.base import TaskAttempt
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ import logging
 import posixpath
 from dataclasses import dataclass
 
-from ..entry_file import FileToCommit
-from ..statistic_names import JOB_STAGE_ABORT
-from .file_output_base import FileOutputStage
-from .file_output_cleanup import FileOutputCleanupArguments, FileOutputCleanupResult, FileOutputCleanupStage
-from .file_output_journal import FileOutputCommitRecord, committed_summary, read_commit_record, source_path
-from .journal import Evidence, evidence
+from ...entry_file import FileToCommit
+from ...statistic_names import JOB_STAGE_ABORT
+from ..journal import Evidence, evidence
+from .base import FileOutputStage
+from .cleanup import FileOutputCleanupArguments, FileOutputCleanupResult, FileOutputCleanupStage
+from .journal import FileOutputCommitRecord, committed_summary, read_commit_record, source_path
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class FileOutputAbortJobStage(FileOutputStage[FileOutputAbortJobArguments, FileO
     """Undo an interrupted job commit, unless its commit point passed, then delete ``_temporary/<appAttempt>``.
 
     Before the commit point (this job's ``_SUCCESS``, or ``_COMMIT_FINISHED.json``), the files the commit's
-    record names and the store shows it moved (``stages/file_output_journal.py``) are deleted, the
+    record names and the store shows it moved (``stages/file_output/journal.py``) are deleted, the
     ``_SUCCESS`` it moved aside is put back, and the directories it created are removed if empty: the
     destination is as before the job, except for v2's committed tasks' files, which its task commits had
     published before any job commit (v2's known flaw, kept). After the commit point the output stays. A foreign

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..statistic_names import TASK_STAGE_ABORT_TASK
-from .file_output_base import FileOutputStage
+from ...statistic_names import TASK_STAGE_ABORT_TASK
+from .base import FileOutputStage
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from ..errors import JobStateError
-from ..paths import FileOutputPaths
-from .base import Stage
+from ...errors import JobStateError
+from ...paths import FileOutputPaths
+from ..base import Stage
 
 ArgT = TypeVar("ArgT")
 ResultT = TypeVar("ResultT")

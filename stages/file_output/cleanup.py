@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..statistic_names import JOB_STAGE_CLEANUP
-from .cleanup import CleanupOutcome
-from .file_output_base import FileOutputStage
+from ...statistic_names import JOB_STAGE_CLEANUP
+from ..cleanup import CleanupOutcome
+from .base import FileOutputStage
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import JobStateError, ManifestError, OutputValidationError
-from ..manifest import TaskManifest
-from ..statistic_names import (
+from ...errors import JobStateError, ManifestError, OutputValidationError
+from ...manifest import TaskManifest
+from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_COMMIT_JOB,
     COMMITTER_FILES_COMMITTED,
@@ -19,10 +19,11 @@ from ..statistic_names import (
     JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
     OP_LOAD_MANIFEST,
 )
-from ..success_data import SUCCESS_FILENAME_LIMIT, SuccessData
-from .file_output_base import FileOutputStage
-from .file_output_cleanup import FileOutputCleanupArguments, FileOutputCleanupResult, FileOutputCleanupStage
-from .file_output_journal import (
+from ...success_data import SUCCESS_FILENAME_LIMIT, SuccessData
+from ..save_success import SaveSuccessArguments, SaveSuccessStage
+from .base import FileOutputStage
+from .cleanup import FileOutputCleanupArguments, FileOutputCleanupResult, FileOutputCleanupStage
+from .journal import (
     FileOutputCommitRecord,
     PlannedFile,
     committed_summary,
@@ -31,7 +32,6 @@ from .file_output_journal import (
     write_commit_record,
 )
 from .merge_paths import JobMergePathsStage, MergePathsArguments, MergeSource
-from .save_success import SaveSuccessArguments, SaveSuccessStage
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class FileOutputCommitJobStage(FileOutputStage[FileOutputCommitJobArguments, Fil
     accepted task's report must name the accepted attempt (``ManifestError`` otherwise, before anything moves);
     in v1 only accepted tasks are merged, in v2 their files are in the destination already, whatever the answer.
     Before the destination first changes, the commit records what it publishes (``_COMMIT_STARTED.json``,
-    ``stages/file_output_journal.py``): a rerun publishes exactly that, and ``abort_job`` before the commit
+    ``stages/file_output/journal.py``): a rerun publishes exactly that, and ``abort_job`` before the commit
     point removes exactly the files it had moved. Unlike Hadoop's v1 (which renames whole directories and
     overwrites), every move is a file rename that never overwrites, so a rerun after a crash moves what is left.
     ``_SUCCESS`` replaces an earlier one by moving it aside first (``SaveSuccessStage``), so an abort can put it

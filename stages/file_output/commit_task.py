@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import JobStateError
-from ..manifest import FileEntry, TaskManifest
-from ..statistic_names import (
+from ...errors import JobStateError
+from ...manifest import FileEntry, TaskManifest
+from ...statistic_names import (
     COMMITTER_TASK_DIRECTORY_COUNT,
     COMMITTER_TASK_DIRECTORY_DEPTH,
     COMMITTER_TASK_FILE_COUNT,
@@ -18,7 +18,7 @@ from ..statistic_names import (
     TASK_STAGE_COMMIT,
     TASK_STAGE_SAVE_TASK_MANIFEST,
 )
-from .file_output_base import FileOutputStage
+from .base import FileOutputStage
 from .merge_paths import MergePathsArguments, MergePathsStage, MergeSource
 
 

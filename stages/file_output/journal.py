@@ -31,13 +31,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._json import dump_json, load_json_document
-from ..admission import destination_relative_problem
-from ..errors import ManifestError
-from ..paths import FileOutputPaths, check_id
-from ..success_data import SuccessData
-from .base import Stage
-from .journal import this_jobs_summary
+from ..._json import dump_json, load_json_document
+from ...admission import destination_relative_problem
+from ...errors import ManifestError
+from ...paths import FileOutputPaths, check_id
+from ...success_data import SuccessData
+from ..base import Stage
+from ..journal import this_jobs_summary
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..admission import declared_output_problem
-from ..errors import CommitterError, JobStateError, OutputConflictError
-from ..statistic_names import JOB_STAGE_RENAME_FILES, TASK_STAGE_MERGE_FILES
-from ..store import FileStatus
-from .base import Stage
+from ...admission import declared_output_problem
+from ...errors import CommitterError, JobStateError, OutputConflictError
+from ...statistic_names import JOB_STAGE_RENAME_FILES, TASK_STAGE_MERGE_FILES
+from ...store import FileStatus
+from ..base import Stage
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class MergePathsArguments:
     sources: Sequence[MergeSource]
     target: str
     finish_copies: bool = False
-    """A journaled job commit (``stages/file_output_journal.py``): where a copy-then-delete rename of a crashed
+    """A journaled job commit (``stages/file_output/journal.py``): where a copy-then-delete rename of a crashed
     run copied but did not delete, the target holds the source's bytes (equal checksums): finish it by deleting
     the source, instead of calling the copy a conflict."""
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import JobStateError, OutputConflictError
-from ..statistic_names import JOB_STAGE_SETUP
-from .file_output_base import FileOutputStage
+from ...errors import JobStateError, OutputConflictError
+from ...statistic_names import JOB_STAGE_SETUP
+from .base import FileOutputStage
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..entry_file import FileToCommit, RenameUnit, remove_dead_spill_files
-from ..errors import JobStateError, ManifestError
-from ..parallel import run_bounded
-from ..statistic_names import JOB_STAGE_ABORT
-from .base import Stage
-from .cleanup import CleanupResult, clean_up_job
-from .journal import (
+from ...entry_file import FileToCommit, RenameUnit, remove_dead_spill_files
+from ...errors import JobStateError, ManifestError
+from ...parallel import run_bounded
+from ...statistic_names import JOB_STAGE_ABORT
+from ..base import Stage
+from ..cleanup import CleanupResult, clean_up_job
+from ..journal import (
     CommitRecord,
     Evidence,
     Gate,

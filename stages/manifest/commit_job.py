@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import fsspec
 
-from ..entry_file import remove_dead_spill_files
-from ..parallel import run_bounded
-from ..statistic_names import (
+from ...entry_file import remove_dead_spill_files
+from ...parallel import run_bounded
+from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_COMMIT_JOB,
     COMMITTER_FILES_COMMITTED,
@@ -19,12 +19,11 @@ from ..statistic_names import (
     OP_COPY_FILE,
     OP_SAVE_FILE,
 )
-from ..store import open_store
-from ..success_data import DIAGNOSTIC_MANIFESTS, SuccessData
-from .base import Stage
-from .cleanup import CleanupResult, clean_up_job, summary_in_trash
-from .create_directories import CreateDirectoriesArguments, CreateDirectoriesStage
-from .journal import (
+from ...store import open_store
+from ...success_data import DIAGNOSTIC_MANIFESTS, SuccessData
+from ..base import Stage
+from ..cleanup import CleanupResult, clean_up_job, summary_in_trash
+from ..journal import (
     CommitRecord,
     JournalRun,
     check_accepted,
@@ -32,9 +31,10 @@ from .journal import (
     read_commit_record,
     write_commit_record,
 )
+from ..save_success import SaveSuccessArguments, SaveSuccessStage
+from .create_directories import CreateDirectoriesArguments, CreateDirectoriesStage
 from .load_manifests import LoadManifestsArguments, LoadManifestsResult, LoadManifestsStage
 from .rename_files import RenameFilesArguments, RenameFilesResult, RenameFilesStage, unit_size
-from .save_success import SaveSuccessArguments, SaveSuccessStage
 from .validate_output import ValidateOutputArguments, ValidateOutputStage
 
 log = logging.getLogger(__name__)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..manifest import TaskManifest
-from ..statistic_names import COMMITTER_TASKS_COMPLETED, TASK_STAGE_COMMIT
-from .base import Stage
-from .save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
+from ...manifest import TaskManifest
+from ...statistic_names import COMMITTER_TASKS_COMPLETED, TASK_STAGE_COMMIT
+from ..base import Stage
+from ..save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
 from .scan_task_directory import ScanArguments, ScanTaskDirectoryStage
 
 

@@ -8,20 +8,20 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..errors import OutputConflictError
-from ..manifest import EntryStatus
-from ..parallel import run_bounded
-from ..statistic_names import (
+from ...errors import OutputConflictError
+from ...manifest import EntryStatus
+from ...parallel import run_bounded
+from ...statistic_names import (
     JOB_STAGE_CREATE_TARGET_DIRS,
     OP_CREATE_DIRECTORIES,
     OP_DELETE_FILE_UNDER_DESTINATION,
     OP_MKDIR_RETURNED_FALSE,
     OP_PREPARE_DIR_ANCESTORS,
 )
-from ..store import FileStatus
-from .base import Stage
+from ...store import FileStatus
+from ..base import Stage
+from ..journal import Journal, JournalRun
 from .job_types import TargetDirectory
-from .journal import Journal, JournalRun
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..manifest import EntryStatus
+from ...manifest import EntryStatus
 
 
 @dataclass(frozen=True, slots=True)

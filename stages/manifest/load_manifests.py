@@ -8,26 +8,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 
-from ..admission import (
+from ...admission import (
     JobAdmission,
     all_destination_relatives_admitted,
     all_relatives_admitted,
     check_manifest_ids,
 )
-from ..duplicates import DuplicateHashes
-from ..entry_file import EntryFile, FileToCommit, spill_prefix
-from ..errors import DuplicateDestinationError, JobStateError, ManifestError
-from ..iostatistics import IOStatisticsSnapshot
-from ..manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
-from ..parallel import run_bounded
-from ..statistic_names import (
+from ...duplicates import DuplicateHashes
+from ...entry_file import EntryFile, FileToCommit, spill_prefix
+from ...errors import DuplicateDestinationError, JobStateError, ManifestError
+from ...iostatistics import IOStatisticsSnapshot
+from ...manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
+from ...parallel import run_bounded
+from ...statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
     JOB_STAGE_LOAD_MANIFESTS,
     OP_LOAD_ALL_MANIFESTS,
     OP_LOAD_MANIFEST,
 )
-from ..store import FileStatus
-from .base import Stage
+from ...store import FileStatus
+from ..base import Stage
 from .job_types import TargetDirectory
 
 log = logging.getLogger(__name__)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from ..errors import JobStateError, ManifestError
-from ..statistic_names import JOB_STAGE_ABORT
+from ...errors import JobStateError, ManifestError
+from ...statistic_names import JOB_STAGE_ABORT
+from ..base import Stage
+from ..journal import Journal, JournalRun, committed_summary, read_commit_record
 from .abort_job import rows_to_revert
-from .base import Stage
-from .journal import Journal, JournalRun, committed_summary, read_commit_record
 from .load_manifests import LoadManifestsArguments, LoadManifestsStage
 
 log = logging.getLogger(__name__)

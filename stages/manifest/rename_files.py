@@ -11,13 +11,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..config import CommitterConfig
-from ..entry_file import EntryFile, FileToCommit, RenameUnit
-from ..errors import CommitterError, OutputConflictError
-from ..iostatistics import DurationAccumulator
-from ..parallel import run_bounded
-from ..retry import describe_error
-from ..statistic_names import (
+from ...config import CommitterConfig
+from ...entry_file import EntryFile, FileToCommit, RenameUnit
+from ...errors import CommitterError, OutputConflictError
+from ...iostatistics import DurationAccumulator
+from ...parallel import run_bounded
+from ...retry import describe_error
+from ...statistic_names import (
     COMMIT_FILE_RENAME,
     COMMIT_FILE_RENAME_RECOVERED,
     COMMITTER_FILES_ALREADY_COMMITTED,
@@ -25,9 +25,9 @@ from ..statistic_names import (
     OP_RENAME,
     STORE_IO_RETRY,
 )
-from ..success_data import SUCCESS_FILENAME_LIMIT
-from .base import Stage
-from .journal import Evidence, Journal, JournalRun, UnitHistory, evidence
+from ...success_data import SUCCESS_FILENAME_LIMIT
+from ..base import Stage
+from ..journal import Evidence, Journal, JournalRun, UnitHistory, evidence
 
 log = logging.getLogger(__name__)
 

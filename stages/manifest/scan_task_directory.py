@@ -7,18 +7,18 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..admission import JobAdmission, declared_output_problem
-from ..errors import JobStateError, ManifestError
-from ..manifest import DirEntry, EntryStatus, FileEntry
-from ..statistic_names import (
+from ...admission import JobAdmission, declared_output_problem
+from ...errors import JobStateError, ManifestError
+from ...manifest import DirEntry, EntryStatus, FileEntry
+from ...statistic_names import (
     COMMITTER_TASK_DIRECTORY_COUNT,
     COMMITTER_TASK_DIRECTORY_DEPTH,
     COMMITTER_TASK_FILE_COUNT,
     COMMITTER_TASK_FILE_SIZE,
     TASK_STAGE_SCAN_DIRECTORY,
 )
-from ..store import FileStatus
-from .base import Stage
+from ...store import FileStatus
+from ..base import Stage
 
 log = logging.getLogger(__name__)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import CommitterError, JobStateError, OutputConflictError
-from ..retry import describe_error
-from ..statistic_names import JOB_STAGE_SETUP
-from .base import Stage
+from ...errors import CommitterError, JobStateError, OutputConflictError
+from ...retry import describe_error
+from ...statistic_names import JOB_STAGE_SETUP
+from ..base import Stage
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import JobStateError
-from ..statistic_names import TASK_STAGE_SETUP
-from .base import Stage
+from ...errors import JobStateError
+from ...statistic_names import TASK_STAGE_SETUP
+from ..base import Stage
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..entry_file import EntryFile, FileToCommit
-from ..errors import OutputValidationError
-from ..parallel import run_bounded
-from ..statistic_names import JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT
-from .base import Stage
+from ...entry_file import EntryFile, FileToCommit
+from ...errors import OutputValidationError
+from ...parallel import run_bounded
+from ...statistic_names import JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT
+from ..base import Stage
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,15 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import MarkerError
-from ..markers.layout import MarkerPaths, batched_file_index
-from ..parallel import run_bounded
-from ..paths import JobPaths
-from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
-from ..transactions import TransactionPaths, parse_data_file_name
-from .base import Stage
-from .cleanup import CleanupResult, clean_up_job
-from .marker_reads import read_job_markers
+from ...errors import MarkerError
+from ...markers.layout import MarkerPaths, batched_file_index
+from ...parallel import run_bounded
+from ...paths import JobPaths
+from ...protocols.transactional.records import TransactionPaths, parse_data_file_name
+from ...statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
+from ..base import Stage
+from ..cleanup import CleanupResult, clean_up_job
+from ..marker_reads import read_job_markers
 
 log = logging.getLogger(__name__)
 

@@ -6,10 +6,10 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..statistic_names import TASK_STAGE_ABORT_TASK
-from ..transactions import TransactionPaths, attempt_tag, parse_data_file_name
-from .base import Stage
-from .marker_reads import read_job_markers
+from ...protocols.transactional.records import TransactionPaths, attempt_tag, parse_data_file_name
+from ...statistic_names import TASK_STAGE_ABORT_TASK
+from ..base import Stage
+from ..marker_reads import read_job_markers
 
 
 @dataclass(frozen=True, slots=True)

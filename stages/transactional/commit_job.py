@@ -19,11 +19,20 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
-from ..admission import all_destination_relatives_admitted, check_manifest_ids, destination_relative_problem
-from ..errors import JobStateError, ManifestError, OutputValidationError
-from ..manifest import TaskManifest
-from ..parallel import run_bounded
-from ..statistic_names import (
+from ...admission import all_destination_relatives_admitted, check_manifest_ids, destination_relative_problem
+from ...errors import JobStateError, ManifestError, OutputValidationError
+from ...manifest import TaskManifest
+from ...parallel import run_bounded
+from ...protocols.transactional.records import (
+    HIDDEN_PREFIXES,
+    TID_SEPARATOR,
+    TransactionPaths,
+    TransactionRecord,
+    attempt_tag,
+    parse_data_file_name,
+    relative_to,
+)
+from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_COMMIT_JOB,
     COMMITTER_FILES_COMMITTED,
@@ -33,21 +42,12 @@ from ..statistic_names import (
     OP_DELETE_FILE_UNDER_DESTINATION,
     OP_LOAD_MANIFEST,
 )
-from ..store import FileStatus
-from ..success_data import SuccessData
-from ..transactions import (
-    HIDDEN_PREFIXES,
-    TID_SEPARATOR,
-    TransactionPaths,
-    TransactionRecord,
-    attempt_tag,
-    parse_data_file_name,
-    relative_to,
-)
-from .base import Stage
-from .cleanup import CleanupResult, clean_up_job, summary_in_trash
-from .journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
-from .transactional_abort_job import marker_named_relatives, remove_emptied_directories
+from ...store import FileStatus
+from ...success_data import SuccessData
+from ..base import Stage
+from ..cleanup import CleanupResult, clean_up_job, summary_in_trash
+from ..journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+from .abort_job import marker_named_relatives, remove_emptied_directories
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..errors import CommitterError
-from ..manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
-from ..statistic_names import (
+from ...errors import CommitterError
+from ...manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+from ...protocols.transactional.records import TransactionPaths, attempt_tag, parse_data_file_name
+from ...statistic_names import (
     COMMITTER_TASK_DIRECTORY_COUNT,
     COMMITTER_TASK_DIRECTORY_DEPTH,
     COMMITTER_TASK_FILE_COUNT,
@@ -17,11 +18,10 @@ from ..statistic_names import (
     COMMITTER_TASKS_COMPLETED,
     TASK_STAGE_COMMIT,
 )
-from ..store import FileStatus
-from ..transactions import TransactionPaths, attempt_tag, parse_data_file_name
-from .base import Stage
-from .marker_reads import read_job_markers
-from .save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
+from ...store import FileStatus
+from ..base import Stage
+from ..marker_reads import read_job_markers
+from ..save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
 
 PROBE_THREADS = 16
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import JobStateError, OutputConflictError
-from ..statistic_names import JOB_STAGE_SETUP
-from ..transactions import TransactionPaths
-from .base import Stage
+from ...errors import JobStateError, OutputConflictError
+from ...protocols.transactional.records import TransactionPaths
+from ...statistic_names import JOB_STAGE_SETUP
+from ..base import Stage
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..parallel import run_bounded
-from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
-from ..store.pending_upload import PendingUpload
-from .base import Stage
-from .cleanup import CleanupResult, clean_up_job
-from .journal import committed_summary, read_commit_record
-from .upload_commit_job import choose_attempts
-from .upload_state import abort_each, find_job_uploads, load_attempt_manifest, manifest_statuses
+from ...parallel import run_bounded
+from ...statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
+from ...store.pending_upload import PendingUpload
+from ..base import Stage
+from ..cleanup import CleanupResult, clean_up_job
+from ..journal import committed_summary, read_commit_record
+from .commit_job import choose_attempts
+from .state import abort_each, find_job_uploads, load_attempt_manifest, manifest_statuses
 
 log = logging.getLogger(__name__)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..statistic_names import TASK_STAGE_ABORT_TASK
-from ..store.pending_upload import PendingUpload
-from ..uploads import UploadPaths
-from .base import Stage
-from .upload_state import list_if_present, read_attempt_records
+from ...protocols.upload.records import UploadPaths
+from ...statistic_names import TASK_STAGE_ABORT_TASK
+from ...store.pending_upload import PendingUpload
+from ..base import Stage
+from .state import list_if_present, read_attempt_records
 
 
 @dataclass(frozen=True, slots=True)

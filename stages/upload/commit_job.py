@@ -28,9 +28,10 @@ import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
-from ..parallel import run_bounded
-from ..statistic_names import (
+from ...errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
+from ...parallel import run_bounded
+from ...protocols.upload.records import UploadPaths
+from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_COMMIT_JOB,
     COMMITTER_COMMITS_COMPLETED,
@@ -39,14 +40,13 @@ from ..statistic_names import (
     JOB_STAGE_LOAD_MANIFESTS,
     JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
 )
-from ..store import FileStatus
-from ..store.pending_upload import PendingUpload
-from ..success_data import SuccessData
-from ..uploads import UploadPaths
-from .base import Stage
-from .cleanup import CleanupResult, clean_up_job
-from .journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
-from .upload_state import (
+from ...store import FileStatus
+from ...store.pending_upload import PendingUpload
+from ...success_data import SuccessData
+from ..base import Stage
+from ..cleanup import CleanupResult, clean_up_job
+from ..journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+from .state import (
     AttemptManifest,
     abort_uploads,
     list_if_present,

@@ -7,9 +7,10 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import CommitterError, JobStateError, ManifestError
-from ..manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
-from ..statistic_names import (
+from ...errors import CommitterError, JobStateError, ManifestError
+from ...manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+from ...protocols.upload.records import UploadPaths
+from ...statistic_names import (
     COMMITTER_TASK_DIRECTORY_COUNT,
     COMMITTER_TASK_DIRECTORY_DEPTH,
     COMMITTER_TASK_FILE_COUNT,
@@ -20,11 +21,10 @@ from ..statistic_names import (
     TASK_STAGE_COMMIT,
     TASK_STAGE_SAVE_TASK_MANIFEST,
 )
-from ..store.pending_upload import PendingUpload
-from ..uploads import UploadPaths
-from .base import Stage
-from .journal import read_commit_record
-from .upload_state import read_attempt_records
+from ...store.pending_upload import PendingUpload
+from ..base import Stage
+from ..journal import read_commit_record
+from .state import read_attempt_records
 
 log = logging.getLogger(__name__)
 

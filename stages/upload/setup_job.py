@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from ..errors import JobStateError, OutputConflictError
-from ..statistic_names import JOB_STAGE_SETUP
-from ..uploads import UPLOAD_PROTOCOL, UploadPaths
-from .base import Stage
+from ...errors import JobStateError, OutputConflictError
+from ...protocols.upload.records import UPLOAD_PROTOCOL, UploadPaths
+from ...statistic_names import JOB_STAGE_SETUP
+from ..base import Stage
 
 
 @dataclass(frozen=True, slots=True)

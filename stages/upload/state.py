@@ -1,7 +1,7 @@
 """What the upload protocol's job commit and aborts read back from the job's state, and how they abort uploads.
 
 Shared by ``upload_commit_task``, ``upload_abort_task``, ``upload_commit_job`` and ``upload_abort_job``; every
-store call goes through the stage gate. Records and manifests are untrusted (``uploads.py`` admits them).
+store call goes through the stage gate. Records and manifests are untrusted (``protocols/upload/records.py`` admits them).
 """
 
 from __future__ import annotations
@@ -12,17 +12,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ManifestError, MarkerError
-from ..manifest import TaskManifest
-from ..markers.layout import MarkerPaths
-from ..parallel import run_bounded
-from ..paths import TEMPORARY_DIR, TRASH_DIR, JobPaths, is_valid_id
-from ..statistic_names import COMMITTER_COMMITS_ABORTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
-from ..store import FileStatus
-from ..store.pending_upload import PendingUpload
-from ..uploads import ATTEMPT_MANIFEST_SUFFIX, PENDING_SUFFIX, PendingRecord, UploadPaths, admit_upload
-from .base import Stage
-from .marker_reads import read_job_markers
+from ...errors import ManifestError, MarkerError
+from ...manifest import TaskManifest
+from ...markers.layout import MarkerPaths
+from ...parallel import run_bounded
+from ...paths import TEMPORARY_DIR, TRASH_DIR, JobPaths, is_valid_id
+from ...protocols.upload.records import (
+    ATTEMPT_MANIFEST_SUFFIX,
+    PENDING_SUFFIX,
+    PendingRecord,
+    UploadPaths,
+    admit_upload,
+)
+from ...statistic_names import COMMITTER_COMMITS_ABORTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
+from ...store import FileStatus
+from ...store.pending_upload import PendingUpload
+from ..base import Stage
+from ..marker_reads import read_job_markers
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +84,7 @@ def manifest_statuses(gate: Gate) -> list[FileStatus]:
 def load_attempt_manifest(gate: Gate, status: FileStatus) -> AttemptManifest:
     """Read and admit one attempt's manifest: this job, named after its attempt, every file entry a key inside
     the destination whose pending upload publishes exactly that key with the entry's size."""
-    from ..admission import check_manifest_ids
+    from ...admission import check_manifest_ids
 
     url = gate.to_url(status.path)
     manifest = TaskManifest.from_json(gate.read_bytes(status.path, OP_LOAD_MANIFEST), url)

@@ -18,8 +18,8 @@ import pytest
 import manifest_committer as mc
 from manifest_committer.cli import main
 from manifest_committer.operate.status import STATUS_SCHEMA
-from manifest_committer.transactional_committer import TransactionalCommitter
-from manifest_committer.transactions import transaction_id
+from manifest_committer.protocols.transactional.committer import TransactionalCommitter
+from manifest_committer.protocols.transactional.records import transaction_id
 from tests.fixtures.committing import run_task
 from tests.fixtures.stage_context import load_schema
 

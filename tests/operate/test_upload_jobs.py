@@ -19,8 +19,8 @@ from manifest_committer.cli import main
 from manifest_committer.store import StoreOperations
 from manifest_committer.store.faults import Fault, FaultInjectingStore
 from manifest_committer.store.s3 import S3Store
-from tests.cloud.test_upload_protocol import BATCHED, Crash, committer, objects, uploads, write
 from tests.fixtures.stage_context import load_schema
+from tests.protocols.upload.test_committer import BATCHED, Crash, committer, objects, uploads, write
 
 pytestmark = pytest.mark.s3
 

@@ -4,7 +4,7 @@ every protocol, rerun and abort; on Azurite and fake-gcs-server v1's abort.
 The step is a store call of a reference commit; the crash is an error right after that call took effect (what a
 process killed there leaves, on stores the SIGKILL tests of ``test_kill*.py`` cannot reach: memory and the
 emulators). Then a fresh committer reruns the commit, or aborts: the contract's §4 promises (the transactional
-protocol has its own such test in ``test_transactional.py``).
+protocol has its own such test in ``protocols/transactional/test_committer.py``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.committer import CommitterBase
 from manifest_committer.paths import TRASH_DIR
+from manifest_committer.protocols.base import CommitterBase
 from manifest_committer.store.faults import Fault
 from tests.fixtures.committing import FAST, FaultCapture, StepRecorder, output, run_task, success_file, tree
 

@@ -11,7 +11,7 @@ from typing import Literal
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.committer import CommitterBase
+from manifest_committer.protocols.base import CommitterBase
 from manifest_committer.statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_FILES_ALREADY_COMMITTED,
@@ -61,12 +61,12 @@ PROTOCOLS_BUT_V2 = protocol_cases("manifest", "v1", "transactional")
 LAST_COMMIT_WINS_PROTOCOLS = protocol_cases("manifest", "v1", "transactional", upload=False)
 """Where a test is about a later task commit superseding an earlier one, and v2's flaw makes it moot: the upload
 protocol saves one manifest per attempt and, without ``accepted_attempts``, completes the first saved (S3's
-second-grained times tie to the smallest attempt id); tests/cloud/test_upload_protocol.py covers that."""
+second-grained times tie to the smallest attempt id); tests/protocols/upload/test_committer.py covers that."""
 RENAMING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", upload=False)
 """Where a test is about moving files to a name of the task's choosing: the transactional and upload protocols
 write each file in place (transactional under a name carrying its tid, so no file of a job ever lands on an
-existing one), refuse names readers skip (``_x``, ``.x``), and cannot rename; tests/test_transactional.py and
-tests/cloud/test_upload_protocol.py cover what they do instead."""
+existing one), refuse names readers skip (``_x``, ``.x``), and cannot rename; tests/protocols/transactional/test_committer.py and
+tests/protocols/upload/test_committer.py cover what they do instead."""
 REPLACING_PROTOCOLS = protocol_cases("manifest", "v1", "v2")
 """Where a test is about a job's file landing on something already in the destination: the rename protocols and
 upload (its complete with ``If-None-Match: *`` is its rename); transactional's tid names never land on one."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.file_output_committer import FileOutputCommitterV1, FileOutputCommitterV2
-from manifest_committer.protocols import resolve_protocol
+from manifest_committer.protocols.file_output.committer import FileOutputCommitterV1, FileOutputCommitterV2
+from manifest_committer.protocols.registry import resolve_protocol
 from manifest_committer.success_data import COMMITTER_NAME
 from tests.fixtures.committing import FAST, run_task, success_file
 

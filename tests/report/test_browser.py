@@ -25,7 +25,7 @@ from manifest_committer.report import ReportData, write_report
 from manifest_committer.report.charts import FAILED_BAND_COLOUR, FAILED_COLOUR, LABEL_WIDTH, STAGE_COLOUR
 from manifest_committer.report.page import FAILED_ROW_COLOUR, OUTCOME_ORDER
 
-from .fixtures.report_runs import FAILED_JOB, RETRIED_JOB, ReportRuns, make_runs
+from ..fixtures.report_runs import FAILED_JOB, RETRIED_JOB, ReportRuns, make_runs
 
 WINDOW = (1400, 7000)
 BROWSER_TIMEOUT = 90

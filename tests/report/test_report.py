@@ -1,7 +1,7 @@
 """The report across runs: finding and loading the documents, the figures derived from them, the page and CLI.
 
 The runs are made by the real committer (tests/fixtures/report_runs.py) plus Hadoop's own files; what a person
-sees in a browser is tested in test_report_browser.py.
+sees in a browser is tested in report/test_browser.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from manifest_committer.report.aggregate import RunSummary, percentile
 from manifest_committer.report.loading import is_report_name
 from manifest_committer.statistic_names import JOB_STAGE_LOAD_MANIFESTS, JOB_STAGE_RENAME_FILES
 
-from .fixtures.report_runs import (
+from ..fixtures.report_runs import (
     ABORTED_JOB,
     FAILED_JOB,
     HADOOP_FAILED_JOB,

@@ -10,8 +10,8 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.config import CommitterConfig
+from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.stages.save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
-from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.statistic_names import OP_GET_FILE_STATUS, STORE_IO_RETRY
 from manifest_committer.store import Fault, FaultInjectingStore
 from tests.fixtures.stage_context import (

@@ -7,9 +7,9 @@ import pytest
 from manifest_committer.errors import JobStateError
 from manifest_committer.manifest import TaskManifest
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.commit_task import CommitTaskArguments, CommitTaskStage
+from manifest_committer.stages.manifest.commit_task import CommitTaskArguments, CommitTaskStage
+from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.stages.save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
-from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.statistic_names import TASK_STAGE_SAVE_MANIFEST, TASK_STAGE_SAVE_TASK_MANIFEST
 from manifest_committer.store import Fault, FaultInjectingStore
 from tests.fixtures.stage_context import fresh, make_context, set_up_job, task_ids, write_task_output

@@ -16,7 +16,7 @@ What differs from Hadoop, and why:
   attempt (Spark's is always 0); a later attempt does not recover an earlier one's committed tasks.
 
 - the job commit records what it publishes before it first changes the destination
-  (``stages/file_output_journal.py``), so a rerun after a crash finishes exactly that, and ``abort_job`` before
+  (``stages/file_output/journal.py``), so a rerun after a crash finishes exactly that, and ``abort_job`` before
   the commit point (``_SUCCESS``, or ``_COMMIT_FINISHED.json`` with ``marksuccessfuljobs=false``) removes exactly
   the files an interrupted v1 job commit had moved and puts back the ``_SUCCESS`` it replaced: v1 keeps every
   promise of contract §4.
@@ -32,17 +32,21 @@ import time
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
-from .committer import CommitterBase, TaskAttempt
-from .manifest import TaskManifest
-from .paths import FileOutputPaths
-from .stages.file_output_abort_job import FileOutputAbortJobArguments, FileOutputAbortJobResult, FileOutputAbortJobStage
-from .stages.file_output_abort_task import FileOutputAbortTaskArguments, FileOutputAbortTaskStage
-from .stages.file_output_commit_job import FileOutputCommitJobArguments, FileOutputCommitJobStage
-from .stages.file_output_commit_task import FileOutputCommitTaskArguments, FileOutputCommitTaskStage
-from .stages.file_output_setup_job import FileOutputSetupJobArguments, FileOutputSetupJobStage
-from .stages.file_output_setup_task import FileOutputSetupTaskArguments, FileOutputSetupTaskStage
-from .statistic_names import JOB_STAGE_ABORT
-from .success_data import SuccessData
+from ...manifest import TaskManifest
+from ...paths import FileOutputPaths
+from ...stages.file_output.abort_job import (
+    FileOutputAbortJobArguments,
+    FileOutputAbortJobResult,
+    FileOutputAbortJobStage,
+)
+from ...stages.file_output.abort_task import FileOutputAbortTaskArguments, FileOutputAbortTaskStage
+from ...stages.file_output.commit_job import FileOutputCommitJobArguments, FileOutputCommitJobStage
+from ...stages.file_output.commit_task import FileOutputCommitTaskArguments, FileOutputCommitTaskStage
+from ...stages.file_output.setup_job import FileOutputSetupJobArguments, FileOutputSetupJobStage
+from ...stages.file_output.setup_task import FileOutputSetupTaskArguments, FileOutputSetupTaskStage
+from ...statistic_names import JOB_STAGE_ABORT
+from ...success_data import SuccessData
+from ..base import CommitterBase, TaskAttempt
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """The ``transactional`` protocol: tasks write straight into the destination; job commit writes one small file.
 
-The Databricks-style transactional commit (CONTRACT §6, ``transactions.py`` for the files): each task's files
+The Databricks-style transactional commit (CONTRACT §6, ``protocols/transactional/records.py`` for the files): each task's files
 land in the destination under names carrying the job's tid and the attempt's tag, each after its write marker
-is durable (``direct_write_fs.py``); task commit saves a manifest naming them; job commit deletes the files of
+is durable (``protocols/transactional/task_fs.py``); task commit saves a manifest naming them; job commit deletes the files of
 attempts it does not commit (found through the markers), then writes ``_committed_<tid>`` listing the committed
 ones, the commit point. Readers that honour the records (``mc.committed_files``) never see uncommitted or
 removed files; ``mc.vacuum`` deletes them later and ``mc.rollback`` / ``abort_job`` undo a dead job from its
@@ -20,29 +20,29 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 
-from .committer import TaskAttempt
-from .direct_write_fs import DirectWriteFileSystem, final_name_function
-from .iostatistics import StatisticsStore
-from .manifest import TaskManifest
-from .marker_committer import MarkerProtocolCommitter
-from .paths import check_id
-from .readers import committed_files
-from .stages.transactional_abort_job import (
+from ...iostatistics import StatisticsStore
+from ...manifest import TaskManifest
+from ...paths import check_id
+from ...stages.transactional.abort_job import (
     TransactionalAbortJobArguments,
     TransactionalAbortJobResult,
     TransactionalAbortJobStage,
 )
-from .stages.transactional_abort_task import TransactionalAbortTaskArguments, TransactionalAbortTaskStage
-from .stages.transactional_commit_job import (
+from ...stages.transactional.abort_task import TransactionalAbortTaskArguments, TransactionalAbortTaskStage
+from ...stages.transactional.commit_job import (
     TransactionalCommitJobArguments,
     TransactionalCommitJobResult,
     TransactionalCommitJobStage,
 )
-from .stages.transactional_commit_task import TransactionalCommitTaskArguments, TransactionalCommitTaskStage
-from .stages.transactional_setup_job import TransactionalSetupJobArguments, TransactionalSetupJobStage
-from .statistic_names import JOB_STAGE_ABORT
-from .success_data import SuccessData
-from .transactions import transaction_id
+from ...stages.transactional.commit_task import TransactionalCommitTaskArguments, TransactionalCommitTaskStage
+from ...stages.transactional.setup_job import TransactionalSetupJobArguments, TransactionalSetupJobStage
+from ...statistic_names import JOB_STAGE_ABORT
+from ...success_data import SuccessData
+from ..base import TaskAttempt
+from ..marker_protocol import MarkerProtocolCommitter
+from .readers import committed_files
+from .records import transaction_id
+from .task_fs import DirectWriteFileSystem, final_name_function
 
 log = logging.getLogger(__name__)
 

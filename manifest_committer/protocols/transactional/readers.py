@@ -2,7 +2,7 @@
 
 Both list the destination recursively, skipping names that start with ``_`` or ``.`` (commit records,
 ``_SUCCESS``, ``_temporary``, hidden files) as Spark and Hive readers do, and decide from the ``_committed_<tid>``
-records alone (``transactions.py``):
+records alone (``protocols/transactional/records.py``):
 
 - a data file whose name carries a tid is committed only when a ``_committed_<tid>`` in its directory or an
   ancestor lists it in ``added`` (a straggler of a killed attempt that carries a committed tid is not);
@@ -28,12 +28,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .config import CommitterConfig
-from .errors import ConfigError
-from .paths import TEMPORARY_DIR, TRASH_DIR, is_valid_id
-from .retry import RetryPolicy
-from .store import FileStatus, StoreOperations, open_store
-from .transactions import (
+from ...config import CommitterConfig
+from ...errors import ConfigError
+from ...paths import TEMPORARY_DIR, TRASH_DIR, is_valid_id
+from ...retry import RetryPolicy
+from ...store import FileStatus, StoreOperations, open_store
+from .records import (
     TransactionRecord,
     committed_record_name,
     committed_record_tid,

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import orjson
 
-from .admission import relative_problem
-from .errors import CommitterError, ManifestError
-from .markers.layout import MarkerPaths
-from .paths import JobPaths
+from ...admission import relative_problem
+from ...errors import CommitterError, ManifestError
+from ...markers.layout import MarkerPaths
+from ...paths import JobPaths
 
 STARTED_PREFIX = "_started_"
 COMMITTED_PREFIX = "_committed_"

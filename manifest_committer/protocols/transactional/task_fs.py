@@ -20,8 +20,8 @@ from typing import Any, Generic, TypeVar
 
 from fsspec.spec import AbstractFileSystem
 
-from .errors import CommitterError
-from .transactions import data_file_name, is_hidden
+from ...errors import CommitterError
+from .records import data_file_name, is_hidden
 
 log = logging.getLogger(__name__)
 

@@ -2,14 +2,14 @@
 
 S3A's "magic" committer's idea with S3's conditional writes (CONTRACT §6). A task's ``task.fs`` records a write
 marker for each key, then streams the file into a multipart upload of that key and leaves it incomplete, so
-nothing is visible (``upload_write_fs.py``); each closed file's upload is recorded in ``pending/``. Task commit
+nothing is visible (``protocols/upload/task_fs.py``); each closed file's upload is recorded in ``pending/``. Task commit
 saves one manifest per attempt holding the uploads (``pendingUploads``), with ``put_if_absent``. Job commit
 chooses one attempt per task, completes the chosen uploads with ``If-None-Match: *`` in parallel, writes
 ``_SUCCESS`` (the commit point), then aborts every other incomplete upload of the job (found through the
-records and the markers) and deletes the job's state (``stages/upload_commit_job.py``). Abort and rollback work
-from the state alone, in any process, after the driver died (``stages/upload_abort_job.py``).
+records and the markers) and deletes the job's state (``stages/upload/commit_job.py``). Abort and rollback work
+from the state alone, in any process, after the driver died (``stages/upload/abort_job.py``).
 
-Job state layout: ``uploads.py``. The driver's side of the markers (server or heartbeat) is ``JobMarkers``'s,
+Job state layout: ``protocols/upload/records.py``. The driver's side of the markers (server or heartbeat) is ``JobMarkers``'s,
 as for the transactional protocol.
 """
 
@@ -21,25 +21,25 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from .committer import TaskAttempt
-from .errors import ManifestError, UnsupportedStoreError
-from .iostatistics import StatisticsStore
-from .manifest import TaskManifest
-from .marker_committer import MarkerProtocolCommitter
-from .paths import check_id
-from .stages.upload_abort_job import UploadAbortJobArguments, UploadAbortJobResult, UploadAbortJobStage
-from .stages.upload_abort_task import UploadAbortTaskArguments, UploadAbortTaskStage
-from .stages.upload_commit_job import UploadCommitJobArguments, UploadCommitJobStage
-from .stages.upload_commit_task import UploadCommitTaskArguments, UploadCommitTaskStage
-from .stages.upload_setup_job import UploadSetupJobArguments, UploadSetupJobStage
-from .statistic_names import JOB_STAGE_ABORT
-from .store import StoreOperations
-from .store.factory import S3_PROTOCOLS, _protocol_of
-from .store.pending_upload import PendingUpload
-from .store.s3 import UploadStore, open_s3_store
-from .success_data import SuccessData
-from .upload_write_fs import UploadWriteFileSystem
-from .uploads import PendingRecord, UploadPaths
+from ...errors import ManifestError, UnsupportedStoreError
+from ...iostatistics import StatisticsStore
+from ...manifest import TaskManifest
+from ...paths import check_id
+from ...stages.upload.abort_job import UploadAbortJobArguments, UploadAbortJobResult, UploadAbortJobStage
+from ...stages.upload.abort_task import UploadAbortTaskArguments, UploadAbortTaskStage
+from ...stages.upload.commit_job import UploadCommitJobArguments, UploadCommitJobStage
+from ...stages.upload.commit_task import UploadCommitTaskArguments, UploadCommitTaskStage
+from ...stages.upload.setup_job import UploadSetupJobArguments, UploadSetupJobStage
+from ...statistic_names import JOB_STAGE_ABORT
+from ...store import StoreOperations
+from ...store.factory import S3_PROTOCOLS, _protocol_of
+from ...store.pending_upload import PendingUpload
+from ...store.s3 import UploadStore, open_s3_store
+from ...success_data import SuccessData
+from ..base import TaskAttempt
+from ..marker_protocol import MarkerProtocolCommitter
+from .records import PendingRecord, UploadPaths
+from .task_fs import UploadWriteFileSystem
 
 log = logging.getLogger(__name__)
 

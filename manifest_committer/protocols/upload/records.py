@@ -20,11 +20,11 @@ import logging
 import posixpath
 from dataclasses import dataclass
 
-from ._json import dump_json, load_json_document
-from .admission import destination_relative_problem
-from .errors import ManifestError
-from .paths import JobPaths
-from .store.pending_upload import PendingUpload
+from ..._json import dump_json, load_json_document
+from ...admission import destination_relative_problem
+from ...errors import ManifestError
+from ...paths import JobPaths
+from ...store.pending_upload import PendingUpload
 
 log = logging.getLogger(__name__)
 

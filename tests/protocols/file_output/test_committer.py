@@ -1,5 +1,5 @@
 """The v1 and v2 protocols (Hadoop FileOutputCommitter's algorithms): layout, visibility, abort, reruns, and what
-this project keeps or changes of Hadoop's behaviour. The shared protocol tests run them too (test_protocol.py)."""
+this project keeps or changes of Hadoop's behaviour. The shared protocol tests run them too (protocols/test_end_to_end.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.committer import CommitterBase
-from manifest_committer.file_output_committer import FileOutputCommitter
-from manifest_committer.stages.file_output_abort_job import FileOutputAbortJobResult
+from manifest_committer.protocols.base import CommitterBase
+from manifest_committer.protocols.file_output.committer import FileOutputCommitter
+from manifest_committer.stages.file_output.abort_job import FileOutputAbortJobResult
 from manifest_committer.statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_FILES_COMMITTED,

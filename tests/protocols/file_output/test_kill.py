@@ -1,7 +1,7 @@
 """Kill tests of the v1 and v2 protocols: SIGKILL a job commit (or an abort) at chosen steps, then rerun or abort
 with a fresh committer, and compare the destination byte for byte.
 
-The harness is ``tests/fixtures/killing.py`` (as ``tests/test_kill.py`` uses it for the manifest protocol): the
+The harness is ``tests/fixtures/killing.py`` (as ``tests/protocols/manifest/test_kill.py`` uses it for the manifest protocol): the
 kill points come from a reference run of the same child, each test id names the protocol and the step the child
 was stopped before (``~`` is ``_temporary/0``). The earlier job that commits while the job runs is a manifest
 job, so the job commit replaces a ``_SUCCESS`` that an abort must put back.

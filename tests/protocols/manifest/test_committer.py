@@ -63,7 +63,7 @@ def test_the_summary_report_store_is_closed(destination: str, tmp_path: Path, mo
         opened.append(ClosingSpy(store))
         return opened[-1], path
 
-    monkeypatch.setattr("manifest_committer.committer.open_store", spying_open_store)
+    monkeypatch.setattr("manifest_committer.protocols.base.open_store", spying_open_store)
     config = mc.CommitterConfig(summary_report_directory=str(tmp_path / "reports"))
     with mc.ManifestCommitter(destination, "job_report", config=config) as committer:
         committer.setup_job()

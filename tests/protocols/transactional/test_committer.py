@@ -21,17 +21,17 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.paths import TRASH_DIR
-from manifest_committer.store import StoreOperations
-from manifest_committer.store.faults import Fault, FaultInjectingStore
-from manifest_committer.store.wrapping import WrappingStore
-from manifest_committer.transactional_committer import TransactionalCommitter
-from manifest_committer.transactions import (
+from manifest_committer.protocols.transactional.committer import TransactionalCommitter
+from manifest_committer.protocols.transactional.records import (
     TransactionPaths,
     attempt_tag,
     committed_record_name,
     parse_data_file_name,
     transaction_id,
 )
+from manifest_committer.store import StoreOperations
+from manifest_committer.store.faults import Fault, FaultInjectingStore
+from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.committing import FAST, FaultCapture, StepRecorder, run_task, success_file, tree, write
 from tests.fixtures.stores import CORE_STORES, store_destination
 
@@ -533,7 +533,7 @@ def test_a_rerun_of_an_old_jobs_commit_leaves_a_later_jobs_success(
     assert success_file(second).job_id == "job-b"
 
 
-# --- after a kill (the cases tests/test_kill_transactional.py found, each made small) ------------------------------
+# --- after a kill (the cases tests/protocols/transactional/test_kill.py found, each made small) ------------------------------
 
 
 def test_a_rerun_and_an_abort_remove_directories_a_killed_run_emptied(

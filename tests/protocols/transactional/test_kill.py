@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.protocols.transactional.records import TransactionRecord, committed_record_name
 from manifest_committer.statistic_names import COMMITTER_BYTES_COMMITTED, COMMITTER_FILES_COMMITTED
-from manifest_committer.transactions import TransactionRecord, committed_record_name
 from tests.fixtures.killing import (
     COMMIT_BEGINS,
     EARLIER_FILES,
@@ -71,7 +71,7 @@ def abort_reference(markers: MarkerType) -> list[Event]:
 
 def commit_kill_points(markers: MarkerType) -> list[KillPoint]:
     """The spread of ``select_kill_points``, less the steps inside the cleanup's recursive deletes: they come
-    after the commit point, in the cleanup stage every protocol shares, and ``tests/test_kill.py`` kills inside
+    after the commit point, in the cleanup stage every protocol shares, and ``tests/protocols/manifest/test_kill.py`` kills inside
     it; a kill before each of its calls stays."""
     events = commit_reference(markers)
     return [

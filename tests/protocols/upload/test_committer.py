@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.protocols.upload.committer import UploadCommitter
 from manifest_committer.store import StoreOperations
 from manifest_committer.store.faults import Fault, FaultInjectingStore, s3_error
 from manifest_committer.store.s3 import S3Store
-from manifest_committer.upload_committer import UploadCommitter
 from tests.fixtures.emulators import Emulator
 
 pytestmark = pytest.mark.s3

@@ -7,7 +7,7 @@ import pytest
 from manifest_committer.config import CommitterConfig
 from manifest_committer.errors import JobStateError, OutputConflictError
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.merge_paths import MergePathsArguments, MergePathsStage, MergeSource
+from manifest_committer.stages.file_output.merge_paths import MergePathsArguments, MergePathsStage, MergeSource
 from tests.fixtures.stage_context import FAST_CONFIG, dest_path, exists, fresh, make_context
 
 

@@ -8,10 +8,10 @@ import pytest
 
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
 from manifest_committer.operate.status import inspect_destination
-from manifest_committer.stages.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome
-from manifest_committer.stages.commit_job import CommitJobArguments, CommitJobStage
+from manifest_committer.stages.manifest.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
+from manifest_committer.stages.manifest.commit_job import CommitJobArguments, CommitJobStage
 from manifest_committer.statistic_names import JOB_STAGE_ABORT
 from manifest_committer.store import Fault, FaultInjectingStore
 from tests.fixtures.batching_store import InFlightTogether

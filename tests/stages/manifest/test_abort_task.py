@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from manifest_committer.errors import JobStateError
-from manifest_committer.stages.abort_task import AbortTaskArguments, AbortTaskStage
-from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
+from manifest_committer.stages.manifest.abort_task import AbortTaskArguments, AbortTaskStage
+from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.statistic_names import OP_DELETE_DIR, TASK_STAGE_ABORT_TASK
 from tests.fixtures.stage_context import (
     commit_task,

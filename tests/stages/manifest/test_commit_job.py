@@ -12,7 +12,7 @@ import pytest
 from manifest_committer.errors import CommitterError, JobStateError, ManifestError, OutputValidationError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import CleanupOutcome, wait_for_background_cleanup
-from manifest_committer.stages.commit_job import (
+from manifest_committer.stages.manifest.commit_job import (
     CommitJobArguments,
     CommitJobResult,
     CommitJobStage,

@@ -6,8 +6,8 @@ import pytest
 
 from manifest_committer.errors import JobStateError
 from manifest_committer.manifest import MANIFEST_SUFFIX, TaskManifest
-from manifest_committer.stages.commit_task import CommitTaskArguments, CommitTaskStage
-from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
+from manifest_committer.stages.manifest.commit_task import CommitTaskArguments, CommitTaskStage
+from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.statistic_names import (
     COMMITTER_TASKS_COMPLETED,
     TASK_STAGE_COMMIT,

@@ -14,13 +14,13 @@ import pytest
 from manifest_committer.errors import JobStateError, OutputConflictError
 from manifest_committer.manifest import EntryStatus
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.create_directories import (
+from manifest_committer.stages.journal import Journal, JournalRun
+from manifest_committer.stages.manifest.create_directories import (
     CreateDirectoriesArguments,
     CreateDirectoriesResult,
     CreateDirectoriesStage,
 )
-from manifest_committer.stages.job_types import TargetDirectory
-from manifest_committer.stages.journal import Journal, JournalRun
+from manifest_committer.stages.manifest.job_types import TargetDirectory
 from manifest_committer.statistic_names import (
     JOB_STAGE_CREATE_TARGET_DIRS,
     OP_CREATE_DIRECTORIES,

@@ -12,8 +12,8 @@ from manifest_committer.duplicates import DuplicateHashes
 from manifest_committer.errors import DuplicateDestinationError, JobStateError, ManifestError
 from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.job_types import TargetDirectory
-from manifest_committer.stages.load_manifests import (
+from manifest_committer.stages.manifest.job_types import TargetDirectory
+from manifest_committer.stages.manifest.load_manifests import (
     LoadManifestsArguments,
     LoadManifestsResult,
     LoadManifestsStage,

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
-from manifest_committer.stages.abort_job import AbortJobArguments, AbortJobStage
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.commit_job import CommitJobArguments, CommitJobStage
-from manifest_committer.stages.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
+from manifest_committer.stages.manifest.abort_job import AbortJobArguments, AbortJobStage
+from manifest_committer.stages.manifest.commit_job import CommitJobArguments, CommitJobStage
+from manifest_committer.stages.manifest.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
 from manifest_committer.store import Fault, FaultInjectingStore
 from tests.fixtures.stage_context import FAST_CONFIG, commit_task, dest_path, exists, fresh, make_context, set_up_job
 

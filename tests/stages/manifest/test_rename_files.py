@@ -14,7 +14,7 @@ from manifest_committer.entry_file import EntryFile, FileToCommit
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.journal import Journal, JournalRun
-from manifest_committer.stages.rename_files import (
+from manifest_committer.stages.manifest.rename_files import (
     CONCURRENT_DEMAND,
     MICROSECOND_UNIT_FACTOR,
     RenameFilesArguments,

@@ -12,8 +12,8 @@ import pytest
 from manifest_committer.errors import JobStateError, ManifestError
 from manifest_committer.manifest import EntryStatus
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.scan_task_directory import ScanArguments, ScanResult, ScanTaskDirectoryStage
-from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
+from manifest_committer.stages.manifest.scan_task_directory import ScanArguments, ScanResult, ScanTaskDirectoryStage
+from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.statistic_names import (
     COMMITTER_TASK_DIRECTORY_COUNT,
     COMMITTER_TASK_DIRECTORY_DEPTH,
@@ -122,7 +122,7 @@ def test_checksum_side_files_of_hadoop_are_left_out_on_local_disk(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Only Hadoop's local filesystem hides ``.NAME.crc``: on local disk the side file is skipped, and logged."""
-    with caplog.at_level(logging.DEBUG, logger="manifest_committer.stages.scan_task_directory"):
+    with caplog.at_level(logging.DEBUG, logger="manifest_committer.stages.manifest.scan_task_directory"):
         result = scan(prepare(str(tmp_path / "out"), CHECKSUM_FILES))
     names = sorted(entry.dest.rsplit("/", 1)[-1] for entry in result.files)
     assert names == [".lonely.crc", ".x.crc.crc", "part-0"]

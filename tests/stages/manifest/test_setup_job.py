@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from manifest_committer.errors import JobStateError, OutputConflictError
-from manifest_committer.stages.setup_job import SetupJobArguments, SetupJobStage
+from manifest_committer.stages.manifest.setup_job import SetupJobArguments, SetupJobStage
 from manifest_committer.statistic_names import JOB_STAGE_SETUP, OP_MKDIRS
 from tests.fixtures.stage_context import exists, make_context
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from manifest_committer.errors import JobStateError
-from manifest_committer.stages.setup_task import SetupTaskArguments, SetupTaskStage
+from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.statistic_names import OP_MKDIRS, TASK_STAGE_SETUP
 from tests.fixtures.stage_context import make_context, set_up_job, task_ids
 

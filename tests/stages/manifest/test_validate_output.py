@@ -11,7 +11,7 @@ import pytest
 from manifest_committer.entry_file import EntryFile, FileToCommit
 from manifest_committer.errors import JobStateError, OutputValidationError
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.validate_output import ValidateOutputArguments, ValidateOutputStage
+from manifest_committer.stages.manifest.validate_output import ValidateOutputArguments, ValidateOutputStage
 from manifest_committer.statistic_names import JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT, OP_GET_FILE_STATUS
 from manifest_committer.store import FileStatus, StoreCapabilities, StoreOperations
 from manifest_committer.store.wrapping import WrappingStore

@@ -1,7 +1,7 @@
 """TransactionalCommitJob's CPU per file and store latency: the admission at once, the markers read at once.
 
 The protocol's behaviour (what readers see, crashes, crafted documents) is tested end to end in
-tests/test_transactional.py and tests/test_bad_input.py; these tests pin what keeps the job commit's CPU and
+tests/protocols/transactional/test_committer.py and tests/test_bad_input.py; these tests pin what keeps the job commit's CPU and
 latency per file down, and that the faster routes decide exactly as the entry-by-entry ones.
 """
 
@@ -13,15 +13,20 @@ from collections.abc import Iterator
 import pytest
 
 import manifest_committer as mc
-from manifest_committer import transactions
 from manifest_committer.errors import ManifestError
 from manifest_committer.manifest import FileEntry, TaskManifest
 from manifest_committer.markers import Marker
 from manifest_committer.paths import JobPaths
-from manifest_committer.stages.transactional_commit_job import TransactionalCommitJobStage
+from manifest_committer.protocols.transactional import records as transactions
+from manifest_committer.protocols.transactional.committer import TransactionalCommitter
+from manifest_committer.protocols.transactional.records import (
+    TID_SEPARATOR,
+    TransactionPaths,
+    attempt_tag,
+    transaction_id,
+)
+from manifest_committer.stages.transactional.commit_job import TransactionalCommitJobStage
 from manifest_committer.store import StoreOperations, open_store
-from manifest_committer.transactional_committer import TransactionalCommitter
-from manifest_committer.transactions import TID_SEPARATOR, TransactionPaths, attempt_tag, transaction_id
 from tests.fixtures.stage_context import FAST_CONFIG, make_context
 from tests.fixtures.stores import clear_memory_filesystem
 from tests.stages.test_marker_reads import SlowBatchReads

@@ -1,7 +1,7 @@
 """UploadCommitJob on moto: what may already be at the keys the job completes, and what a job may claim.
 
 The protocol's other cases (completion, crashes, throttling, crafted documents) are in
-tests/cloud/test_upload_protocol.py; tests/test_protocol.py runs the shared protocol tests on it.
+tests/protocols/upload/test_committer.py; tests/protocols/test_end_to_end.py runs the shared protocol tests on it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.protocols.upload.committer import UploadCommitter
 from manifest_committer.store.s3 import S3Store
-from manifest_committer.upload_committer import UploadCommitter
 
 pytestmark = pytest.mark.s3
 
@@ -42,7 +42,7 @@ def test_a_directory_at_a_files_key_is_a_conflict_unless_delete_target_files(
     s3_bucket: str, s3_store: S3Store, delete_target_files: bool
 ) -> None:
     """S3 would hold ``a.csv`` beside ``a.csv/inner.txt``: a tree s3fs, S3A and Spark's listing see as broken.
-    It was completed regardless (found by tests/test_protocol.py on S3)."""
+    It was completed regardless (found by tests/protocols/test_end_to_end.py on S3)."""
     root = f"{s3_bucket}/table"
     s3_store.fs.pipe_file(f"{root}/dt=1/a.csv/inner.txt", b"someone else's")
     with upload_job(f"s3://{root}", delete_target_files=delete_target_files) as job:
