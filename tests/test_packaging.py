@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-STAGE_MODULES = sorted(path.name for path in (REPO / "stages").glob("*.py"))
+STAGE_MODULES = sorted(str(path.relative_to(REPO / "stages")) for path in (REPO / "stages").rglob("*.py"))
 SCHEMA_FILES = sorted(path.name for path in (REPO / "schemas").glob("*.json"))
 
 
@@ -53,7 +53,7 @@ def python(code: str, cwd: Path, pythonpath: Path | None = None) -> subprocess.C
 def test_the_source_tree_has_the_layout_under_test() -> None:
     assert (REPO / "manifest_committer" / "stages").is_symlink()
     assert (REPO / "manifest_committer" / "schemas").is_symlink()
-    assert "commit_job.py" in STAGE_MODULES
+    assert {"base.py", "manifest/commit_job.py", "upload/commit_job.py"} <= set(STAGE_MODULES)
     assert SCHEMA_FILES == ["status.schema.json", "success-data.schema.json", "task-manifest.schema.json"]
 
 
@@ -156,7 +156,8 @@ def test_sdist_builds_a_wheel_with_the_same_package(artifacts: dict[str, Path], 
         assert not any(member.issym() and member.name.endswith(("/stages", "/schemas")) for member in members)
         archive.extractall(tmp_path / "src", filter="data")
     (source,) = (tmp_path / "src").iterdir()
-    assert sorted(p.name for p in (source / "manifest_committer" / "stages").glob("*.py")) == STAGE_MODULES
+    stages = source / "manifest_committer" / "stages"
+    assert sorted(str(p.relative_to(stages)) for p in stages.rglob("*.py")) == STAGE_MODULES
     wheel = build("wheel", source, tmp_path / "dist")
     from_sdist = {n for n in zipfile.ZipFile(wheel).namelist() if not n.endswith("RECORD")}
     from_repo = {n for n in zipfile.ZipFile(artifacts["wheel"]).namelist() if not n.endswith("RECORD")}
@@ -169,7 +170,8 @@ def test_installed_wheel_imports_stages_and_finds_schemas(artifacts: dict[str, P
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "import json, importlib.resources as r, manifest_committer, manifest_committer.stages.commit_job as cj\n"
+        "import json, importlib.resources as r, manifest_committer\n"
+        "import manifest_committer.stages.manifest.commit_job as cj\n"
         f"assert manifest_committer.__file__.startswith({str(site)!r}), manifest_committer.__file__\n"
         f"assert cj.__file__.startswith({str(site)!r}), cj.__file__\n"
         "for name in ('task-manifest.schema.json', 'success-data.schema.json', 'status.schema.json'):\n"
@@ -219,7 +221,7 @@ def test_bare_import_of_schemas_fails_from_an_unrelated_directory(tmp_path: Path
 
 
 def test_package_stages_import_from_the_repo_root() -> None:
-    result = python("import manifest_committer.stages.rename_files as m; print(m.RenameFilesStage.name)", REPO)
+    result = python("import manifest_committer.stages.manifest.rename_files as m; print(m.RenameFilesStage.name)", REPO)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "job_stage_rename_files"
 
