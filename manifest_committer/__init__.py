@@ -23,7 +23,8 @@ from .errors import (
 from .iostatistics import IOStatisticsSnapshot, MeanStatistic
 from .manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from .operate.rollback import RolledBack, rollback
-from .protocols.base import ManifestCommitter, TaskAttempt
+from .protocols.base import TaskAttempt
+from .protocols.manifest.committer import ManifestCommitter
 from .protocols.registry import PROTOCOLS, Committer, create_committer
 from .protocols.transactional.committer import TransactionalCommitter
 from .protocols.transactional.readers import committed_files, vacuum

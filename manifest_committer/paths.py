@@ -20,6 +20,8 @@ TRASH_DIR = ".trash"
 whatever lists ``_temporary`` for jobs (``status``, ``rollback``) must skip it: it never holds a live job."""
 TRASH_SEPARATOR = "="
 """Between the job id and the unique part of a trash entry's name: a character no id may hold."""
+HIDDEN_PREFIXES = ("_", ".")
+"""Names readers skip (Spark's and Hive's rule): commit records, ``_SUCCESS``, ``_temporary``, dot files."""
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*\Z")
 
 
@@ -29,6 +31,11 @@ ID_RULE = "use letters, digits and . _ : + - (no '/', spaces or '..')"
 def is_valid_id(value: object) -> bool:
     """Ids become directory and file names, so they must be plain names: no ``/``, spaces or ``..``."""
     return isinstance(value, str) and _ID_PATTERN.match(value) is not None and ".." not in value
+
+
+def is_hidden(name: str) -> bool:
+    """A name readers skip: ``HIDDEN_PREFIXES``."""
+    return name.startswith(HIDDEN_PREFIXES)
 
 
 def trash_entry_job_id(name: str) -> str | None:

@@ -11,6 +11,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from ..background import BackgroundWork
 from ..config import CommitterConfig
 from ..errors import CommitterError, JobStateError, UnsupportedStoreError
 from ..iostatistics import StatisticsStore, elapsed_ms
@@ -60,6 +61,8 @@ class StageContext:
     storage_options: dict[str, Any] = field(default_factory=dict)
     """The destination's options, for the few stores a stage opens beside it (diagnostics copies)."""
     active_stage: str = ""
+    background: BackgroundWork | None = None
+    """Where a job commit's cleanup starts its background delete (the committer's); ``None``: delete in place."""
     store_retry: RetryPolicy = field(init=False)
     save_retry: RetryPolicy = field(init=False)
     call_slots: CallSlots | None = field(init=False, default=None)

@@ -4,17 +4,18 @@ critical path where the store can rename a directory."""
 from __future__ import annotations
 
 import enum
+import functools
 import logging
 import posixpath
-import threading
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from ..background import BackgroundWork
 from ..config import CommitterConfig
 from ..parallel import run_bounded
-from ..paths import COMMIT_FINISHED_MARKER, JobPaths, trash_entry_job_id
+from ..paths import COMMIT_FINISHED_MARKER, trash_entry_job_id
 from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
 from ..success_data import SuccessData
 from .base import Stage
@@ -84,12 +85,12 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
     ``directory_rename``), ``_temporary/$jobId`` leaves the way in one atomic rename to
     ``_temporary/.trash/$jobId=<unique>`` and the stage returns. A thread of this process then deletes that
     entry (``commit-finished`` last, as above) and sweeps the trash of what a process killed mid-delete left,
-    then removes ``.trash`` and ``_temporary`` if empty; ``ManifestCommitter.close()`` and the process exit wait
-    for it (``wait_for_background_cleanup``). Its failures are logged, never raised (the job commit has
-    returned), and the next job commit's sweep deletes what is left. Every promise holds: the move comes after
-    the commit point, and with it ``commit-started`` leaves the job directory, so an abort reverts nothing; a
-    rerun finds ``commit-finished`` in the entry (``summary_in_trash``); nothing lists ``.trash`` for jobs (its
-    name is no valid job id). Object stores, which have no directory rename, keep the synchronous delete.
+    then removes ``.trash`` and ``_temporary`` if empty; the committer's ``close()`` and the process exit wait
+    for it (``background.BackgroundWork``, in ``StageContext.background``). Its failures are logged, never raised (the
+    job commit has returned), and the next job commit's sweep deletes what is left. Every promise holds: the move comes
+    after the commit point, and with it ``commit-started`` leaves the job directory, so an abort reverts nothing; a
+    rerun finds ``commit-finished`` in the entry (``summary_in_trash``); nothing lists ``.trash`` for jobs (its name is
+    no valid job id). Object stores, which have no directory rename, keep the synchronous delete.
 
     Postcondition: no state of this job is left in ``_temporary/$jobId``, unless the outcome is ``FAILURE``;
     after ``MOVED_TO_TRASH``, none anywhere once the background delete has finished.
@@ -100,13 +101,14 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
     def execute(self, arguments: CleanupArguments) -> CleanupResult:
         if not arguments.enabled:
             return CleanupResult(CleanupOutcome.DISABLED, 0)  # cleanup.skipped: nothing deleted or moved
-        if arguments.background and self.capabilities.directory_rename:
-            moved = self._move_to_trash(arguments)
+        background = self.context.background
+        if arguments.background and background is not None and self.capabilities.directory_rename:
+            moved = self._move_to_trash(background)
             if moved is not None:
                 return moved
         return self._delete_in_place(arguments)
 
-    def _move_to_trash(self, arguments: CleanupArguments) -> CleanupResult | None:
+    def _move_to_trash(self, background: BackgroundWork) -> CleanupResult | None:
         """Rename the job directory into the trash and start its background delete; ``None`` if the rename
         failed (the caller then deletes in place)."""
         job_dir = self.paths.job_dir
@@ -130,7 +132,7 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         except Exception as error:
             log.info("%s: could not move %s into the trash, deleting it in place: %s", self.name, job_dir, error)
             return None
-        _start_background(self, entry)
+        background.start(self.paths.job_id, functools.partial(self._empty_trash, entry))
         if entry is None:
             return CleanupResult(CleanupOutcome.NOTHING_TO_CLEAN_UP, 0)
         log.info("%s: moved %s to %s; deleting it in the background", self.name, job_dir, entry)
@@ -268,43 +270,6 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
             # As in Hadoop: the delete of the whole job directory that follows decides the outcome.
             log.info("%s: parallel delete of task attempt directories failed: %s", self.name, error)
         return len(directories)
-
-
-_background_lock = threading.Lock()
-_background: dict[tuple[str, str], list[threading.Thread]] = {}
-"""Background deletes of this process, by (destination, job id): what ``wait_for_background_cleanup`` joins."""
-
-
-def _start_background(stage: CleanupStage, entry: str | None) -> None:
-    """A non-daemon thread, so the interpreter's exit waits for it as ``close()`` does."""
-    key = (stage.paths.dest, stage.paths.job_id)
-    thread = threading.Thread(
-        target=stage._empty_trash, args=(entry,), name=f"manifest-committer-cleanup-{stage.paths.job_id}"
-    )
-    with _background_lock:
-        running = [t for t in _background.get(key, []) if t.is_alive()]
-        _background[key] = [*running, thread]
-        thread.start()
-
-
-def wait_for_background_cleanup(paths: JobPaths | None = None, timeout: float | None = None) -> bool:
-    """Wait for the background deletes this process started (of ``paths``' job, or every one); ``True`` when none
-    is still running. ``ManifestCommitter.close()`` calls it, so the store is clean when a closed committer's
-    ``commit_job`` has returned."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    with _background_lock:
-        keys = list(_background) if paths is None else [(paths.dest, paths.job_id)]
-        threads = [thread for key in keys for thread in _background.get(key, [])]
-    for thread in threads:
-        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-    with _background_lock:
-        for key in keys:
-            alive = [thread for thread in _background.get(key, []) if thread.is_alive()]
-            if alive:
-                _background[key] = alive
-            else:
-                _background.pop(key, None)
-        return not any(thread.is_alive() for thread in threads)
 
 
 def clean_up_job(gate: Stage[Any, Any], *, suppress_errors: bool, background: bool = False) -> CleanupResult:

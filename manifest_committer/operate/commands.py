@@ -21,7 +21,7 @@ from ..config import CommitterConfig
 from ..errors import CommitterError, JobStateError
 from ..iostatistics import StatisticsStore
 from ..paths import TEMPORARY_DIR, JobPaths, check_id
-from ..protocols.base import ManifestCommitter
+from ..protocols.manifest.committer import ManifestCommitter
 from ..protocols.transactional.committer import TransactionalCommitter
 from ..protocols.transactional.records import TransactionPaths
 from ..protocols.upload.committer import UploadCommitter

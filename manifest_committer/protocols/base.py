@@ -1,11 +1,11 @@
-"""The committers: ``CommitterBase``, the seam every commit protocol shares, and ``ManifestCommitter``, the
-``manifest`` protocol (Hadoop's manifest committer).
+"""``CommitterBase``: the seam every commit protocol shares, and ``TaskAttempt``.
 
-A protocol is a small set of stages (``stages/``) driven by a subclass of ``CommitterBase``. The base owns what
-must not differ between protocols: id checks, opening the store (with the test hook ``store_wrapper``), the
-``io.rate`` limit, the one thread pool of a job call, the ``StageContext`` of each call (statistics, retry
-policies, the store gate), the failure and summary reports of ``summary.report.directory``, and ``close()``.
-``protocols/registry.py`` names the protocols and builds their committers (``create_committer``).
+A protocol is a small set of stages (``stages/<protocol>/``) that a subclass of ``CommitterBase`` declares, with
+the arguments each stage takes. The base runs them and owns everything that must not differ between protocols:
+id checks, opening the store (with the test hook ``store_wrapper``), the ``io.rate`` limit, the one thread pool
+of a job call, the ``StageContext`` of each call (statistics, retry policies, the store gate), the failure and
+summary reports of ``summary.report.directory``, the log lines, and the ``close()`` / context-manager life
+cycle. ``registry.py`` names the protocols and builds their committers (``create_committer``).
 """
 
 from __future__ import annotations
@@ -21,33 +21,33 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self
 
+from typing_extensions import TypeVar
+
+from ..background import BackgroundWork
 from ..config import MANIFEST_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError
 from ..iostatistics import StatisticsStore
 from ..manifest import TaskManifest
 from ..paths import JobPaths, check_id
 from ..retry import RetryPolicy
-from ..stages.base import StageContext
-from ..stages.cleanup import wait_for_background_cleanup
-from ..stages.manifest.abort_job import AbortJobArguments, AbortJobResult, AbortJobStage
-from ..stages.manifest.abort_task import AbortTaskArguments, AbortTaskStage
-from ..stages.manifest.commit_job import CommitJobArguments, CommitJobStage
-from ..stages.manifest.commit_task import CommitTaskArguments, CommitTaskStage
-from ..stages.manifest.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
-from ..stages.manifest.setup_job import SetupJobArguments, SetupJobStage
-from ..stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
+from ..stages.base import Stage, StageContext
 from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
 from ..store import StoreOperations, open_store
 from ..store.rate_limit import RateLimitedStore, TokenBucket
-from ..success_data import COMMITTER_NAME, SuccessData
+from ..success_data import SuccessData
+from .names import ProtocolName
 
 log = logging.getLogger(__name__)
 
 SUMMARY_FILENAME_FORMAT = "summary-{job_id}.json"
 
 R = TypeVar("R")
+CommitT_co = TypeVar("CommitT_co", bound="JobCommitOutcome", default="JobCommitOutcome", covariant=True)
+"""What the protocol's job commit stage returns."""
+AbortT_co = TypeVar("AbortT_co", default=object, covariant=True)
+"""What the protocol's job abort stage returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +65,64 @@ class TaskAttempt:
     work_url: str
 
 
-class CommitterBase(ABC):
-    """The machinery every protocol's committer shares; a subclass adds the protocol's calls as stages.
+class JobCommitOutcome(Protocol):
+    """What every protocol's job commit stage returns: the summary and the figures of the log line."""
+
+    @property
+    def success(self) -> SuccessData: ...
+
+    @property
+    def already_committed(self) -> bool:
+        """The commit point had passed before this call: it only finished the cleanup."""
+        ...
+
+    @property
+    def files_committed(self) -> int: ...
+
+    @property
+    def tasks_committed(self) -> int: ...
+
+    @property
+    def details(self) -> str:
+        """What the protocol's log line adds (``""``, or ``"; 3 uploads of other attempts aborted"``)."""
+        ...
+
+
+class TaskCommitOutcome(Protocol):
+    """What every protocol's task commit stage returns: the manifest of what the attempt committed."""
+
+    @property
+    def manifest(self) -> TaskManifest: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplacingCommit:
+    """The outcome of ``commit_job_replacing``: the job's summary and how many replaced files left sight."""
+
+    success: SuccessData
+    replaced: int
+    """Replaced files this call deleted (rename protocols) or listed as ``removed`` (transactional)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _JobCall(Generic[R]):
+    result: R
+    context: StageContext
+
+
+class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
+    """The machinery every protocol's committer shares; a subclass declares the protocol's stages and hooks.
 
     Any call may run in another process or machine on a committer built with the same destination, job id and
     attempt: nothing but the store links them. A committer holds a cloud client: ``close()`` it, or use it as a
     context manager, when done.
+
+    A protocol declares a stage class for each call (``setup_job_stage`` ... ``abort_job_stage``) and the
+    arguments each is applied to (``_setup_job_arguments`` ...); the hooks ``_job_started`` and
+    ``_job_ending`` run around the job's life (the marker protocols start and stop their marker server there).
     """
 
-    protocol: ClassVar[str]
+    protocol: ClassVar[ProtocolName]
     """The protocol's name, as ``create_committer`` takes it."""
     committer_name: ClassVar[str]
     """What ``_SUCCESS`` and the summary reports hold in their ``committer`` field."""
@@ -89,6 +138,14 @@ class CommitterBase(ABC):
     """True where ``commit_task`` makes the task's files visible in the destination (``v2``): an engine whose
     commit coordinator decides after the task ran (Spark's data source) must then run the task commit itself,
     for the accepted attempt only, or a speculative duplicate publishes too."""
+
+    setup_job_stage: ClassVar[type[Stage[Any, Any]]]
+    setup_task_stage: ClassVar[type[Stage[Any, Any]] | None] = None
+    """``None`` where a task attempt has nothing to create (its files go to their final names)."""
+    commit_task_stage: ClassVar[type[Stage[Any, Any]]]
+    abort_task_stage: ClassVar[type[Stage[Any, Any]]]
+    commit_job_stage: ClassVar[type[Stage[Any, Any]]]
+    abort_job_stage: ClassVar[type[Stage[Any, Any]]]
 
     def __init__(
         self,
@@ -113,6 +170,7 @@ class CommitterBase(ABC):
         self._store = store_wrapper(store) if store_wrapper is not None else store
         self.paths = JobPaths(dest_path, job_id, job_attempt)
         self._job_stats = StatisticsStore()
+        self._background = BackgroundWork()
         self._rate_limit: TokenBucket | None = None
         if self.config.io_rate_limit > 0:
             # A burst of one second's operations; beyond it, calls are paced at the rate.
@@ -141,7 +199,7 @@ class CommitterBase(ABC):
         Task attempts' ``fs`` is fsspec's shared filesystem, not the committer's, and stays usable. Waits first
         for the background delete of the job's state that ``commit_job`` started (``stages/cleanup.py``).
         """
-        wait_for_background_cleanup(self.paths)
+        self._background.wait()
         self._store.close()
 
     def __enter__(self) -> Self:
@@ -160,31 +218,7 @@ class CommitterBase(ABC):
     def destination_url(self) -> str:
         return self._store.to_url(self.paths.dest)
 
-    # --- the protocol's own calls (``protocols.Committer``) ---------------------------------------------------
-
-    @abstractmethod
-    def setup_job(self) -> None:
-        """Prepare the job's state; the first call of a job."""
-
-    @abstractmethod
-    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """Prepare a task attempt's private working directory."""
-
-    @abstractmethod
-    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
-        """Commit one task attempt's output, as the protocol does; returns what it committed."""
-
-    @abstractmethod
-    def abort_task(self, task: TaskAttempt) -> None:
-        """Discard a task attempt's output."""
-
-    @abstractmethod
-    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
-        """Publish the job's output and return its ``_SUCCESS`` summary."""
-
-    @abstractmethod
-    def abort_job(self) -> object:
-        """Discard the job's temporary state (and, where the protocol can, what it had published)."""
+    # --- what a protocol declares ---------------------------------------------------------------------------------
 
     @abstractmethod
     def job_is_live(self) -> bool:
@@ -202,19 +236,187 @@ class CommitterBase(ABC):
     def task_work_path(self, attempt_id: str) -> str:
         """The store path of an attempt's private working directory, in the protocol's layout."""
 
+    @abstractmethod
+    def _setup_job_arguments(self) -> object:
+        """What ``setup_job_stage`` is applied to."""
+
+    def _setup_task_arguments(self, task: TaskAttempt) -> object:
+        """What ``setup_task_stage`` is applied to, where the protocol has one."""
+        raise NotImplementedError(f"the {self.protocol} protocol has no task setup stage")
+
+    @abstractmethod
+    def _commit_task_arguments(self, task: TaskAttempt, outputs: Mapping[str, str] | None) -> object:
+        """What ``commit_task_stage`` is applied to."""
+
+    @abstractmethod
+    def _abort_task_arguments(self, task: TaskAttempt) -> object:
+        """What ``abort_task_stage`` is applied to."""
+
+    @abstractmethod
+    def _commit_job_arguments(
+        self, accepted_attempts: Mapping[str, str] | None, progress: Callable[[int, int], None] | None
+    ) -> object:
+        """What ``commit_job_stage`` is applied to."""
+
+    @abstractmethod
+    def _abort_job_arguments(self) -> object:
+        """What ``abort_job_stage`` is applied to."""
+
+    def _job_started(self) -> None:
+        """After ``setup_job``: what the driver runs while the job lives (the marker protocols' server)."""
+        return None
+
+    def _job_ending(self) -> None:
+        """Before ``commit_job`` and ``abort_job``: stop what ``_job_started`` started."""
+        return None
+
+    def _task_aborted(self, task: TaskAttempt) -> None:
+        """After ``abort_task``: forget what this process kept of the attempt."""
+        return None
+
     def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
         """Entered while a task attempt runs: what keeps its job looking alive where no driver process hosts the
         job's side of it. Nothing here; the transactional protocol with direct markers beats a heartbeat."""
         return nullcontext()
 
-    # --- tasks ----------------------------------------------------------------------------------------------------
+    # --- the calls of a job and its tasks (``registry.Committer``) ----------------------------------------------
+
+    def setup_job(self) -> None:
+        """Prepare the job's state; the first call of a job."""
+        self.setup_job_stage(self._context(self._job_stats)).apply(self._setup_job_arguments())
+        self._job_started()
 
     def task_attempt(self, task_id: str, attempt_id: str) -> TaskAttempt:
         """The ``TaskAttempt`` of ids set up elsewhere (no store call)."""
         check_id("task id", task_id)
         check_id("task attempt id", attempt_id)
         work_path = self.task_work_path(attempt_id)
-        return TaskAttempt(task_id, attempt_id, work_path, self._store.data_fs, self._store.to_url(work_path))
+        return TaskAttempt(task_id, attempt_id, work_path, self._task_fs(attempt_id, work_path), self._url(work_path))
+
+    def _task_fs(self, attempt_id: str, work_path: str) -> Any:
+        """The filesystem a task attempt writes with: the store's own, unless the protocol writes in place."""
+        return self._store.data_fs
+
+    def _url(self, path: str) -> str:
+        return self._store.to_url(path)
+
+    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
+        """Prepare a task attempt; its files go under ``work_path``."""
+        task = self.task_attempt(task_id, attempt_id)
+        if self.setup_task_stage is not None:
+            self.setup_task_stage(self._task_context(attempt_id)).apply(self._setup_task_arguments(task))
+        return task
+
+    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
+        """Commit one task attempt's output, as the protocol does; returns the manifest of what it committed.
+
+        ``outputs``: a writer that knows what it wrote may say so, as paths relative to ``work_path`` mapped to
+        paths relative to the destination; then exactly those files are committed. Protocols that write in place
+        can select files this way but not rename them.
+        """
+        try:
+            result: TaskCommitOutcome = self.commit_task_stage(self._task_context(task.attempt_id)).apply(
+                self._commit_task_arguments(task, outputs)
+            )
+        except BaseException:
+            # No manifest is saved, so no statistic of this failure could reach the job: the log says it.
+            log.error("Commit of task attempt %s of job %s (%s) failed", task.attempt_id, self.job_id, self.protocol)
+            raise
+        return result.manifest
+
+    def abort_task(self, task: TaskAttempt) -> None:
+        """Discard a task attempt's output; it will never be committed."""
+        self.abort_task_stage(self._task_context(task.attempt_id)).apply(self._abort_task_arguments(task))
+        self._task_aborted(task)
+
+    def commit_job(
+        self,
+        accepted_attempts: Mapping[str, str] | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SuccessData:
+        """Publish the job's output and return its ``_SUCCESS`` summary; repeatable after a crash at any point.
+
+        ``accepted_attempts`` (task id -> task attempt id) commits exactly those attempts, as an engine's commit
+        coordinator accepted them, and ignores the rest; a missing one, or one of another attempt, is an error
+        and nothing in the destination changes. ``progress`` is called with (files done, files in all) where the
+        protocol moves files (a progress bar's hook; the library itself only logs).
+        """
+        return self._commit(self._commit_job_arguments(accepted_attempts, progress)).success
+
+    def _commit(self, arguments: object) -> CommitT_co:
+        """Run the job commit stage on ``arguments``: its report and log line are the same for every protocol."""
+        start = time.perf_counter()
+        self._job_ending()
+        call: _JobCall[CommitT_co] = self._run_job_call(
+            lambda context: self.commit_job_stage(context).apply(arguments), overwrite_report=True
+        )
+        result = call.result
+        if not result.already_committed:
+            report = copy.copy(result.success)
+            report.diagnostics = dict(result.success.diagnostics)
+            report.iostatistics = call.context.stats.snapshot()
+            self._save_report(report, overwrite=True)
+        log.info(
+            "Job %s (%s) committed %d files of %d tasks into %s in %.3f s%s",
+            self.job_id,
+            self.protocol,
+            result.files_committed,
+            result.tasks_committed,
+            self.destination_url,
+            time.perf_counter() - start,
+            result.details,
+        )
+        return result
+
+    def abort_job(self) -> AbortT_co:
+        """Discard the job: undo what an interrupted ``commit_job`` published and delete the job's state.
+
+        Safe to call any number of times; the output of a committed job (past its commit point) stays.
+        """
+        self._job_ending()
+        arguments = self._abort_job_arguments()
+        call: _JobCall[AbortT_co] = self._run_job_call(
+            lambda context: self.abort_job_stage(context).apply(arguments), overwrite_report=False
+        )
+        report = self._new_summary(JOB_STAGE_ABORT)
+        report.success = False
+        report.iostatistics = call.context.stats.snapshot()
+        self._save_report(report, overwrite=False)
+        return call.result
+
+    def commit_job_replacing(
+        self, replaced: Sequence[str], accepted_attempts: Mapping[str, str] | None = None
+    ) -> ReplacingCommit:
+        """Commit the job as the new output of the destination, replacing ``replaced`` (overwrite).
+
+        ``replaced`` are store paths of files below the destination that the job's output supersedes (what
+        Spark's and the adapters' overwrite found before the commit). The rename-based protocols delete them once
+        the job is committed (never before: a failed commit must leave the old output); the transactional
+        protocol lists them as ``removed`` in its commit record instead, for ``vacuum`` to delete later.
+        """
+        summary = self.commit_job(accepted_attempts)
+        return ReplacingCommit(summary, self.delete_destination_files(replaced))
+
+    def delete_destination_files(self, paths: Iterable[str]) -> int:
+        """Delete files below the destination that a committed job replaces (Spark's overwrite); returns how many
+        were there.
+
+        Each delete runs under the store retry policy and ``io.rate``, timed as ``op_delete`` in the job's
+        statistics: the committer's own cloud client does not retry, and one lost delete would leave old and new
+        rows side by side. ``paths`` are store paths; one outside the destination is refused before anything goes.
+        """
+        root = self.paths.dest.rstrip("/") + "/"
+        targets = list(paths)
+        outside = [path for path in targets if not path.startswith(root) or "/../" in f"/{path}/"]
+        if outside:
+            raise CommitterError(f"{self._store.to_url(outside[0])}: not below the destination {self.destination_url}")
+        context = self._context(self._job_stats)
+        deleted = 0
+        for path in targets:
+            with context.stats.track(OP_DELETE):
+                deleted += context.store_retry.call(functools.partial(context.store.delete_file, path))
+        return deleted
 
     # --- the runtime of one call ----------------------------------------------------------------------------------
 
@@ -233,6 +435,7 @@ class CommitterBase(ABC):
             job_id_source=self.job_id_source,
             task_attempt_id=task_attempt_id,
             storage_options=self.storage_options,
+            background=self._background,
         )
 
     def _retry_for(self, attempt_id: str | None) -> RetryPolicy:
@@ -274,7 +477,7 @@ class CommitterBase(ABC):
         with ThreadPoolExecutor(self.config.io_threads, thread_name_prefix=f"manifest-committer-{self.job_id}") as pool:
             yield pool
 
-    def _run_job_call(self, run: Callable[[StageContext], R], *, overwrite_report: bool) -> tuple[R, StageContext]:
+    def _run_job_call(self, run: Callable[[StageContext], R], *, overwrite_report: bool) -> _JobCall[R]:
         """Run a job call (commit or abort) in its pool and context; on failure save the failure report, re-raise.
 
         ``overwrite_report=False`` (abort) keeps a report already there: the failure that led to the abort.
@@ -282,60 +485,18 @@ class CommitterBase(ABC):
         with self._job_pool() as pool:
             context = self._context(self._job_stats, pool)
             try:
-                return run(context), context
+                return _JobCall(run(context), context)
             except BaseException as error:
                 self._save_report(self._failure_report(context, error), overwrite=overwrite_report)
                 raise
+
+    # --- reports --------------------------------------------------------------------------------------------------
 
     def _new_summary(self, stage: str) -> SuccessData:
         """A ``SuccessData`` of this job and protocol, ``stage`` its diagnostics' stage."""
         summary = SuccessData.create(self.job_id, self.job_id_source, stage)
         summary.committer = self.committer_name
         return summary
-
-    def _save_abort_report(self, context: StageContext, stage: str) -> None:
-        report = self._new_summary(stage)
-        report.success = False
-        report.iostatistics = context.stats.snapshot()
-        self._save_report(report, overwrite=False)
-
-    # --- shared job calls -------------------------------------------------------------------------------------
-
-    def commit_job_replacing(
-        self, replaced: Sequence[str], accepted_attempts: Mapping[str, str] | None = None
-    ) -> tuple[SuccessData, int]:
-        """Commit the job as the new output of the destination, replacing ``replaced`` (overwrite); returns the
-        summary and how many replaced files this call removed from sight.
-
-        ``replaced`` are store paths of files below the destination that the job's output supersedes (what
-        Spark's and the adapters' overwrite found before the commit). The rename-based protocols delete them once
-        the job is committed (never before: a failed commit must leave the old output); the transactional
-        protocol lists them as ``removed`` in its commit record instead, for ``vacuum`` to delete later.
-        """
-        summary = self.commit_job(accepted_attempts)
-        return summary, self.delete_destination_files(replaced)
-
-    def delete_destination_files(self, paths: Iterable[str]) -> int:
-        """Delete files below the destination that a committed job replaces (Spark's overwrite); returns how many
-        were there.
-
-        Each delete runs under the store retry policy and ``io.rate``, timed as ``op_delete`` in the job's
-        statistics: the committer's own cloud client does not retry, and one lost delete would leave old and new
-        rows side by side. ``paths`` are store paths; one outside the destination is refused before anything goes.
-        """
-        root = self.paths.dest.rstrip("/") + "/"
-        targets = list(paths)
-        outside = [path for path in targets if not path.startswith(root) or "/../" in f"/{path}/"]
-        if outside:
-            raise CommitterError(f"{self._store.to_url(outside[0])}: not below the destination {self.destination_url}")
-        context = self._context(self._job_stats)
-        deleted = 0
-        for path in targets:
-            with context.stats.track(OP_DELETE):
-                deleted += context.store_retry.call(functools.partial(context.store.delete_file, path))
-        return deleted
-
-    # --- reports --------------------------------------------------------------------------------------------------
 
     def _failure_report(self, context: StageContext, error: BaseException) -> SuccessData:
         report = self._new_summary(context.active_stage)
@@ -368,112 +529,3 @@ class CommitterBase(ABC):
                 store.close()
             except Exception as error:
                 log.warning("Could not close the store of summary report directory %s: %s", directory, error)
-
-
-class ManifestCommitter(CommitterBase):
-    """Commits the output of many task attempts into one destination, compatible with Hadoop 3.5's files.
-
-    Any of the calls may run in another process or machine on a committer built with the same destination,
-    job id and attempt: nothing but the store links them. Each job commit has its own thread pool of
-    ``io.threads``. A committer holds a cloud client: ``close()`` it, or use it as a context manager
-    (``with ManifestCommitter(...) as committer:``), when done. The shared machinery is ``CommitterBase``'s.
-    """
-
-    protocol = "manifest"
-    committer_name = COMMITTER_NAME
-
-    def task_work_path(self, attempt_id: str) -> str:
-        return self.paths.task_attempt_dir(attempt_id)
-
-    def job_is_live(self) -> bool:
-        """The manifest directory exists from job setup until commit or abort."""
-        status = self._store.info(self.paths.manifest_dir)
-        return status is not None and status.is_dir
-
-    def job_state_directories(self) -> list[str]:
-        return [self.paths.task_attempts_dir, self.paths.job_attempt_dir, self.paths.job_dir]
-
-    # --- job ------------------------------------------------------------------------------------------------------
-
-    def setup_job(self) -> None:
-        """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
-        SetupJobStage(self._context(self._job_stats)).apply(SetupJobArguments(self.config.mark_successful_jobs))
-
-    def commit_job(
-        self,
-        accepted_attempts: Mapping[str, str] | None = None,
-        *,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> SuccessData:
-        """Commit every committed task's files into the destination and return the ``_SUCCESS`` summary.
-
-        ``accepted_attempts`` (task id -> task attempt id) commits exactly those manifests, as an engine's
-        commit coordinator accepted them, and ignores the rest; a missing one, or one of another attempt, is a
-        ``ManifestError`` and nothing in the destination changes. ``progress`` is called with (files done,
-        files in all) once the manifests are loaded and after each unit of renames (a progress bar's hook; the
-        library itself only logs); a callback that raises is logged and dropped.
-        """
-        start = time.perf_counter()
-        arguments = CommitJobArguments(accepted_attempts=accepted_attempts, progress=progress)
-        result, context = self._run_job_call(
-            lambda context: CommitJobStage(context).apply(arguments), overwrite_report=True
-        )
-        success = result.success
-        if not result.already_committed:
-            report = copy.copy(success)
-            report.diagnostics = dict(success.diagnostics)
-            report.iostatistics = context.stats.snapshot()
-            self._save_report(report, overwrite=True)
-        log.info(
-            "Job %s committed %d files from %d task manifests into %s in %.3f s",
-            self.job_id,
-            result.files_committed,
-            result.manifests_loaded,
-            self.destination_url,
-            time.perf_counter() - start,
-        )
-        return success
-
-    def abort_job(self) -> AbortJobResult:
-        """Undo the job: revert what an interrupted ``commit_job`` moved and delete the job's state.
-
-        Safe to call any number of times; the output of a committed job (its ``_SUCCESS`` in place) stays.
-        """
-        result, context = self._run_job_call(
-            lambda context: AbortJobStage(context).apply(AbortJobArguments()), overwrite_report=False
-        )
-        self._save_abort_report(context, JOB_STAGE_ABORT)
-        return result
-
-    def plan_abort(self) -> AbortPlan:
-        """What ``abort_job`` would revert and delete now, decided as it decides; changes nothing (a dry run)."""
-        return PlanAbortStage(self._context(StatisticsStore())).apply(PlanAbortArguments())
-
-    # --- tasks ----------------------------------------------------------------------------------------------------
-
-    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """Create the attempt's working directory; write the task's files under ``work_path``."""
-        task = self.task_attempt(task_id, attempt_id)
-        SetupTaskStage(self._task_context(attempt_id)).apply(SetupTaskArguments(task_id, attempt_id))
-        return task
-
-    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
-        """Scan the attempt's files into a manifest and publish it; the files move only at job commit.
-
-        ``outputs``: a writer that knows what it wrote may say so, as paths relative to ``work_path`` mapped to
-        paths relative to the destination. Then exactly those files are committed, from wherever they are in
-        the attempt directory; a flat attempt directory makes both the task and the job commit cheaper.
-        """
-        try:
-            result = CommitTaskStage(self._task_context(task.attempt_id)).apply(
-                CommitTaskArguments(task.task_id, task.attempt_id, outputs)
-            )
-        except BaseException:
-            # No manifest is saved, so no statistic of this failure could reach the job: the log says it.
-            log.error("Commit of task attempt %s of job %s failed", task.attempt_id, self.job_id)
-            raise
-        return result.manifest
-
-    def abort_task(self, task: TaskAttempt) -> None:
-        """Delete the attempt's working directory; its files will never be committed."""
-        AbortTaskStage(self._task_context(task.attempt_id)).apply(AbortTaskArguments(task.attempt_id))

@@ -1,13 +1,13 @@
-"""A task attempt's filesystem under the transactional protocol: files go straight to their final place.
+"""A task attempt's filesystem where its files go straight to their final place (transactional, upload).
 
 A task writes as under every protocol, ``task.fs.open(task.work_path + "/year=2024/part-0.parquet", "wb")``.
 Here ``work_path`` is a virtual directory: each file opened for writing below it is created in the destination
 at the same relative directory, its name carrying the job's tid and the attempt's tag
-(``transactions.data_file_name``), and only after its write marker is durable, so that job commit and rollback
-find every file this attempt may have created without listing the destination. What the attempt opened is
-kept in an ``AttemptFiles`` register, which the task commit of the same committer object reads; reads, probes,
-listings and deletes of paths below ``work_path`` see the attempt's own files under their task-side names.
-Paths outside ``work_path`` are refused: a task of this protocol writes nowhere else.
+(``transactional.records.data_file_name``; the upload protocol keeps the name), and only after its write marker is
+durable, so that job commit and rollback find every file this attempt may have created without listing the destination.
+What the attempt opened is kept in an ``AttemptFiles`` register, which the task commit of the same committer object
+reads; reads, probes, listings and deletes of paths below ``work_path`` see the attempt's own files under their
+task-side names. Paths outside ``work_path`` are refused: a task of this protocol writes nowhere else.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, Generic, TypeVar
 
 from fsspec.spec import AbstractFileSystem
 
-from ...errors import CommitterError
-from .records import data_file_name, is_hidden
+from ..errors import CommitterError
+from ..paths import is_hidden
 
 log = logging.getLogger(__name__)
 
@@ -220,8 +220,3 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
             f"{path1}: the {self.protocol_name} protocol: a task cannot rename its files (they are written to their "
             "final place)"
         )
-
-
-def final_name_function(tid: str, attempt_id: str) -> Callable[[str], str]:
-    """What ``DirectWriteFileSystem`` calls to name a task's file in the destination."""
-    return lambda name: data_file_name(name, tid, attempt_id)

@@ -10,19 +10,27 @@ wrote through it, which commit and abort read and which an attempt written by an
 from __future__ import annotations
 
 import threading
+from abc import abstractmethod
 from contextlib import AbstractContextManager
-from typing import Generic, TypeVar
+from typing import Any, Generic
 
+from typing_extensions import TypeVar
+
+from ..iostatistics import StatisticsStore
 from ..markers import MarkerPaths, MarkerServer
 from ..markers.driver import JobMarkers, check_marker_type
-from .base import CommitterBase, TaskAttempt
-from .transactional.task_fs import AttemptRegister
+from .base import AbortT_co, CommitT_co, CommitterBase
+from .direct_write_fs import AttemptRegister
 
-V = TypeVar("V")
+V = TypeVar("V", default=Any)
 
 
-class MarkerProtocolCommitter(CommitterBase, Generic[V]):
-    """A committer whose tasks write in place behind write markers; ``V`` is what its register keeps per file."""
+class MarkerProtocolCommitter(CommitterBase[CommitT_co, AbortT_co], Generic[V, CommitT_co, AbortT_co]):
+    """A committer whose tasks write in place behind write markers; ``V`` is what its register keeps per file.
+
+    ``setup_job`` starts the driver's side of the markers (``_job_started``), ``commit_job`` and ``abort_job``
+    stop it first (``_job_ending``); the abort stage also runs as a dry run (``plan_abort``).
+    """
 
     task_writes_in_place = True
     job_hosts_marker_server = True
@@ -53,9 +61,24 @@ class MarkerProtocolCommitter(CommitterBase, Generic[V]):
         """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (``JobMarkers.keep_alive``)."""
         return self._markers.keep_alive(attempt_id)
 
-    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """Nothing to create: the attempt's files go to their final names, its markers to the job's state."""
-        return self.task_attempt(task_id, attempt_id)
+    def _job_started(self) -> None:
+        self._markers.start()
+
+    def _job_ending(self) -> None:
+        self._markers.stop()
+
+    @abstractmethod
+    def _abort_job_arguments(self, *, dry_run: bool = False) -> object:
+        """What ``abort_job_stage`` is applied to; ``dry_run``: decide what it would do and change nothing."""
+
+    def plan_abort(self) -> AbortT_co:
+        """What ``abort_job`` would do now, decided by the same stage with every change left out (a dry run).
+        Writes nothing, not even a failure report."""
+        with self._job_pool() as pool:
+            result: AbortT_co = self.abort_job_stage(self._context(StatisticsStore(), pool)).apply(
+                self._abort_job_arguments(dry_run=True)
+            )
+        return result
 
     def _register(self, attempt_id: str) -> AttemptRegister[V]:
         """The attempt's register in this process, made on first use (``task_attempt`` hands it to ``task.fs``)."""

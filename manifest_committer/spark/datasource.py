@@ -384,7 +384,7 @@ class ManifestWriter(DataSourceArrowWriter):
         # Only the attempts whose messages Spark's commit coordinator let through; manifests of losers, denied
         # or killed attempts stay in _temporary and go with it.
         accepted_attempts = {message.task_id: message.task_attempt_id for message in accepted}
-        _, deleted = commit_replacing(committer, old, accepted_attempts)
+        deleted = commit_replacing(committer, old, accepted_attempts).replaced
         log.info(
             "Job %s committed %d tasks, %d rows into %s; %d old files replaced",
             settings.job_id,

@@ -413,7 +413,8 @@ def commit_write(job: WriteJob, results: Iterable[object]) -> SuccessData:
             new = {posixpath.join(committer.paths.dest, f) for result in accepted for f in result.outputs.values()}
             old = OldOutput(tuple(f for f in old.files if f not in new), old.directories)
         attempts = {result.task_id: result.task_attempt_id for result in accepted}
-        summary, replaced = commit_replacing(committer, old, attempts)
+        committed = commit_replacing(committer, old, attempts)
+        summary, replaced = committed.success, committed.replaced
     log.info(
         "Job %s committed %d tasks, %d rows into %s; %d old files replaced",
         job.job_id,

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..paths import TEMPORARY_DIR
+from ..protocols.base import ReplacingCommit
 from ..success_data import SUCCESS_MARKER
 
 if TYPE_CHECKING:
     from ..protocols.base import CommitterBase
-    from ..success_data import SuccessData
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ def list_old_output(fs: Any, destination: str, partition_dirs: Iterable[str] | N
 
 def commit_replacing(
     committer: CommitterBase, old: OldOutput | None, accepted_attempts: Mapping[str, str] | None
-) -> tuple[SuccessData, int]:
+) -> ReplacingCommit:
     """Commit the job; with ``old`` (overwrite), replace that output as the protocol does; returns the summary and
     the number of old files replaced.
 
@@ -123,13 +123,13 @@ def commit_replacing(
     best effort: an empty directory left behind is harmless.
     """
     if old is None:
-        return committer.commit_job(accepted_attempts), 0
-    summary, replaced = committer.commit_job_replacing(old.files, accepted_attempts)
-    if len(old.files) > replaced:
-        log.debug("%d old output files were already gone", len(old.files) - replaced)
+        return ReplacingCommit(committer.commit_job(accepted_attempts), 0)
+    committed = committer.commit_job_replacing(old.files, accepted_attempts)
+    if len(old.files) > committed.replaced:
+        log.debug("%d old output files were already gone", len(old.files) - committed.replaced)
     fs = committer.store.fs
     for directory in sorted(old.directories, key=lambda d: d.count("/"), reverse=True):
         with contextlib.suppress(FileNotFoundError, OSError):
             if not fs.ls(directory, detail=False):
                 fs.rmdir(directory)
-    return summary, replaced
+    return committed

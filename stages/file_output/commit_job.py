@@ -52,6 +52,10 @@ class FileOutputCommitJobResult:
     cleanup: FileOutputCleanupResult | None
     already_committed: bool = False
 
+    @property
+    def details(self) -> str:
+        return ""
+
 
 class FileOutputCommitJobStage(FileOutputStage[FileOutputCommitJobArguments, FileOutputCommitJobResult]):
     """v1: merge every committed task directory into the destination; v2: nothing to move. Then both write

@@ -33,7 +33,7 @@ class FileOutputCommitTaskArguments:
 
 @dataclass(frozen=True, slots=True)
 class FileOutputCommitTaskResult:
-    report: TaskManifest
+    manifest: TaskManifest
     """What the task moved, with final destination URLs; saved as ``_tasks/<taskId>.json`` for the job."""
 
 

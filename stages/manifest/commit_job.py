@@ -59,6 +59,14 @@ class CommitJobResult:
     cleanup: CleanupResult | None
     already_committed: bool = False
 
+    @property
+    def tasks_committed(self) -> int:
+        return self.manifests_loaded
+
+    @property
+    def details(self) -> str:
+        return ""
+
 
 class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
     """Load and check the manifests; record what is accepted; create directories; rename files; validate;

@@ -23,8 +23,8 @@ from ...admission import all_destination_relatives_admitted, check_manifest_ids,
 from ...errors import JobStateError, ManifestError, OutputValidationError
 from ...manifest import TaskManifest
 from ...parallel import run_bounded
+from ...paths import HIDDEN_PREFIXES
 from ...protocols.transactional.records import (
-    HIDDEN_PREFIXES,
     TID_SEPARATOR,
     TransactionPaths,
     TransactionRecord,
@@ -73,6 +73,10 @@ class TransactionalCommitJobResult:
     already_committed: bool = False
     removed: int = 0
     """Files listed as ``removed`` (replaced by this job)."""
+
+    @property
+    def details(self) -> str:
+        return f"; {self.stragglers_deleted} files of other attempts deleted"
 
 
 @dataclass(frozen=True, slots=True)

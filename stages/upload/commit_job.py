@@ -73,6 +73,10 @@ class UploadCommitJobResult:
     uploads_aborted: int
     already_committed: bool = False
 
+    @property
+    def details(self) -> str:
+        return f"; {self.uploads_aborted} other uploads aborted"
+
 
 def choose_attempts(
     manifests: list[AttemptManifest], accepted: Mapping[str, str] | None, where: str

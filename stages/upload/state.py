@@ -1,7 +1,8 @@
 """What the upload protocol's job commit and aborts read back from the job's state, and how they abort uploads.
 
 Shared by ``upload_commit_task``, ``upload_abort_task``, ``upload_commit_job`` and ``upload_abort_job``; every
-store call goes through the stage gate. Records and manifests are untrusted (``protocols/upload/records.py`` admits them).
+store call goes through the stage gate. Records and manifests are untrusted (``protocols/upload/records.py`` admits
+them).
 """
 
 from __future__ import annotations

@@ -65,8 +65,9 @@ second-grained times tie to the smallest attempt id); tests/protocols/upload/tes
 RENAMING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", upload=False)
 """Where a test is about moving files to a name of the task's choosing: the transactional and upload protocols
 write each file in place (transactional under a name carrying its tid, so no file of a job ever lands on an
-existing one), refuse names readers skip (``_x``, ``.x``), and cannot rename; tests/protocols/transactional/test_committer.py and
-tests/protocols/upload/test_committer.py cover what they do instead."""
+existing one), refuse names readers skip (``_x``, ``.x``), and cannot rename;
+tests/protocols/transactional/test_committer.py and tests/protocols/upload/test_committer.py cover what they do
+instead."""
 REPLACING_PROTOCOLS = protocol_cases("manifest", "v1", "v2")
 """Where a test is about a job's file landing on something already in the destination: the rename protocols and
 upload (its complete with ``If-None-Match: *`` is its rename); transactional's tid names never land on one."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from manifest_committer.background import wait_for_all_background_work
 from manifest_committer.errors import JobStateError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import (
@@ -22,7 +23,6 @@ from manifest_committer.stages.cleanup import (
     CleanupResult,
     CleanupStage,
     summary_in_trash,
-    wait_for_background_cleanup,
 )
 from manifest_committer.statistic_names import JOB_STAGE_CLEANUP, OP_DELETE_DIR
 from manifest_committer.store import Fault, FaultInjectingStore, FileStatus
@@ -167,7 +167,7 @@ def test_background_moves_the_job_into_the_trash_in_one_rename_then_deletes_it(d
     assert not exists(context, context.paths.job_dir), "the job's state left the way before the stage returned"
     assert exists(context, posixpath.join(result.trash, "00", "tasks"))
     blocked.set()
-    assert wait_for_background_cleanup(context.paths, timeout=10)
+    assert wait_for_all_background_work(timeout=10)
     assert not exists(context, context.paths.temporary_dir)
 
 
@@ -193,7 +193,7 @@ def test_the_next_job_commit_sweeps_what_a_killed_delete_left(local_destination:
     stray = posixpath.join(context.paths.trash_dir, "not-a-trash-entry")
     context.store.mkdirs(stray)
     clean(context, background=True)
-    assert wait_for_background_cleanup(context.paths, timeout=10)
+    assert wait_for_all_background_work(timeout=10)
     assert not exists(context, left)
     assert exists(context, stray), "only names of the trash's own form are deleted"
 

@@ -27,12 +27,9 @@ files are visible before job commit and ``abort_job`` does not remove them (cont
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import ClassVar, Literal
 
-from ...manifest import TaskManifest
 from ...paths import FileOutputPaths
 from ...stages.file_output.abort_job import (
     FileOutputAbortJobArguments,
@@ -40,21 +37,28 @@ from ...stages.file_output.abort_job import (
     FileOutputAbortJobStage,
 )
 from ...stages.file_output.abort_task import FileOutputAbortTaskArguments, FileOutputAbortTaskStage
-from ...stages.file_output.commit_job import FileOutputCommitJobArguments, FileOutputCommitJobStage
+from ...stages.file_output.commit_job import (
+    FileOutputCommitJobArguments,
+    FileOutputCommitJobResult,
+    FileOutputCommitJobStage,
+)
 from ...stages.file_output.commit_task import FileOutputCommitTaskArguments, FileOutputCommitTaskStage
 from ...stages.file_output.setup_job import FileOutputSetupJobArguments, FileOutputSetupJobStage
 from ...stages.file_output.setup_task import FileOutputSetupTaskArguments, FileOutputSetupTaskStage
-from ...statistic_names import JOB_STAGE_ABORT
-from ...success_data import SuccessData
 from ..base import CommitterBase, TaskAttempt
+from ..names import ProtocolName
 
-log = logging.getLogger(__name__)
 
-
-class FileOutputCommitter(CommitterBase):
+class FileOutputCommitter(CommitterBase[FileOutputCommitJobResult, FileOutputAbortJobResult]):
     """Hadoop FileOutputCommitter's algorithm ``algorithm`` (1 or 2) on the shared seam; see the module."""
 
     algorithm: ClassVar[Literal[1, 2]]
+    setup_job_stage = FileOutputSetupJobStage
+    setup_task_stage = FileOutputSetupTaskStage
+    commit_task_stage = FileOutputCommitTaskStage
+    abort_task_stage = FileOutputAbortTaskStage
+    commit_job_stage = FileOutputCommitJobStage
+    abort_job_stage = FileOutputAbortJobStage
 
     @property
     def layout(self) -> FileOutputPaths:
@@ -75,83 +79,41 @@ class FileOutputCommitter(CommitterBase):
         layout = self.layout
         return [layout.task_attempts_dir, layout.job_attempt_dir, layout.pending_dir]
 
-    # --- job ------------------------------------------------------------------------------------------------------
-
-    def setup_job(self) -> None:
+    def _setup_job_arguments(self) -> FileOutputSetupJobArguments:
         """Claim ``_temporary/<appAttempt>`` for this job; remove an older ``_SUCCESS`` if the marker is on."""
-        FileOutputSetupJobStage(self._context(self._job_stats)).apply(
-            FileOutputSetupJobArguments(self.config.mark_successful_jobs)
-        )
+        return FileOutputSetupJobArguments(self.config.mark_successful_jobs)
 
-    def commit_job(self, accepted_attempts: Mapping[str, str] | None = None) -> SuccessData:
+    def _setup_task_arguments(self, task: TaskAttempt) -> FileOutputSetupTaskArguments:
+        return FileOutputSetupTaskArguments(task.task_id, task.attempt_id)
+
+    def _commit_task_arguments(
+        self, task: TaskAttempt, outputs: Mapping[str, str] | None
+    ) -> FileOutputCommitTaskArguments:
+        """Move the attempt's files (v1: to the committed task directory; v2: into the destination); the
+        manifest returned names their final destinations. With ``outputs`` only the declared files move."""
+        return FileOutputCommitTaskArguments(task.task_id, task.attempt_id, self.algorithm, outputs)
+
+    def _abort_task_arguments(self, task: TaskAttempt) -> FileOutputAbortTaskArguments:
+        """Delete the attempt's working directory; what a committed attempt moved stays."""
+        return FileOutputAbortTaskArguments(task.attempt_id)
+
+    def _commit_job_arguments(
+        self, accepted_attempts: Mapping[str, str] | None, progress: Callable[[int, int], None] | None
+    ) -> FileOutputCommitJobArguments:
         """v1: merge every committed task into the destination; v2: nothing left to move. Write ``_SUCCESS``."""
-        start = time.perf_counter()
-        arguments = FileOutputCommitJobArguments(self.algorithm, self.committer_name, accepted_attempts)
-        result, context = self._run_job_call(
-            lambda context: FileOutputCommitJobStage(context).apply(arguments), overwrite_report=True
-        )
-        if not result.already_committed:
-            report = SuccessData.from_json(result.success.to_json())
-            report.iostatistics = context.stats.snapshot()
-            self._save_report(report, overwrite=True)
-        log.info(
-            "Job %s (%s) committed %d files of %d tasks into %s in %.3f s",
-            self.job_id,
-            self.protocol,
-            result.files_committed,
-            result.tasks_committed,
-            self.destination_url,
-            time.perf_counter() - start,
-        )
-        return result.success
+        return FileOutputCommitJobArguments(self.algorithm, self.committer_name, accepted_attempts)
 
-    def abort_job(self) -> FileOutputAbortJobResult:
+    def _abort_job_arguments(self) -> FileOutputAbortJobArguments:
         """Undo an interrupted job commit (unless it passed its commit point) and delete the job's temporary
         state; v2's committed tasks' files stay (see the module)."""
-        result, context = self._run_job_call(
-            lambda context: FileOutputAbortJobStage(context).apply(FileOutputAbortJobArguments()),
-            overwrite_report=False,
-        )
-        self._save_abort_report(context, JOB_STAGE_ABORT)
-        return result
-
-    # --- tasks ----------------------------------------------------------------------------------------------------
-
-    def setup_task(self, task_id: str, attempt_id: str) -> TaskAttempt:
-        """Create the attempt's working directory; write the task's files under ``work_path``."""
-        task = self.task_attempt(task_id, attempt_id)
-        FileOutputSetupTaskStage(self._task_context(attempt_id)).apply(
-            FileOutputSetupTaskArguments(task_id, attempt_id)
-        )
-        return task
-
-    def commit_task(self, task: TaskAttempt, outputs: Mapping[str, str] | None = None) -> TaskManifest:
-        """Move the attempt's files (v1: to the committed task directory; v2: into the destination).
-
-        Returns what moved, as a ``TaskManifest`` whose entries name the final destinations. ``outputs`` as in
-        ``ManifestCommitter.commit_task``: only the declared files move, each to its declared path.
-        """
-        try:
-            result = FileOutputCommitTaskStage(self._task_context(task.attempt_id)).apply(
-                FileOutputCommitTaskArguments(task.task_id, task.attempt_id, self.algorithm, outputs)
-            )
-        except BaseException:
-            log.error("Commit of task attempt %s of job %s (%s) failed", task.attempt_id, self.job_id, self.protocol)
-            raise
-        return result.report
-
-    def abort_task(self, task: TaskAttempt) -> None:
-        """Delete the attempt's working directory; what a committed attempt moved stays."""
-        FileOutputAbortTaskStage(self._task_context(task.attempt_id)).apply(
-            FileOutputAbortTaskArguments(task.attempt_id)
-        )
+        return FileOutputAbortJobArguments()
 
 
 class FileOutputCommitterV1(FileOutputCommitter):
     """The ``v1`` protocol: task commit moves the attempt to ``_temporary/<appAttempt>/<taskId>``, job commit
     merges every committed task into the destination. Nothing is visible before job commit."""
 
-    protocol = "v1"
+    protocol = ProtocolName.V1
     committer_name = "v1"
     algorithm = 1
 
@@ -162,7 +124,7 @@ class FileOutputCommitterV2(FileOutputCommitter):
     Committed tasks' files are visible before job commit, and ``abort_job`` leaves them: Hadoop's v2 flaw, kept.
     """
 
-    protocol = "v2"
+    protocol = ProtocolName.V2
     committer_name = "v2"
     algorithm = 2
     task_commit_publishes = True

@@ -30,14 +30,13 @@ from typing import Any, TypeVar
 
 from ...config import CommitterConfig
 from ...errors import ConfigError
-from ...paths import TEMPORARY_DIR, TRASH_DIR, is_valid_id
+from ...paths import TEMPORARY_DIR, TRASH_DIR, is_hidden, is_valid_id
 from ...retry import RetryPolicy
 from ...store import FileStatus, StoreOperations, open_store
 from .records import (
     TransactionRecord,
     committed_record_name,
     committed_record_tid,
-    is_hidden,
     parse_data_file_name,
     transaction_id,
 )

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
@@ -27,13 +28,11 @@ import orjson
 from ...admission import relative_problem
 from ...errors import CommitterError, ManifestError
 from ...markers.layout import MarkerPaths
-from ...paths import JobPaths
+from ...paths import JobPaths, is_hidden
 
 STARTED_PREFIX = "_started_"
 COMMITTED_PREFIX = "_committed_"
 TID_SEPARATOR = "-tid-"
-HIDDEN_PREFIXES = ("_", ".")
-"""Names readers skip (Spark's and Hive's rule): commit records, ``_SUCCESS``, ``_temporary``, dot files."""
 
 _TID_NAME = re.compile(r"(?P<stem>[^.]*)-tid-(?P<tid>[0-9]{1,20})-(?P<tag>[0-9a-f]{16})(?P<rest>\..*)?\Z", re.DOTALL)
 _COMMITTED_NAME = re.compile(r"_committed_(?P<tid>[0-9]{1,20})\Z")
@@ -48,10 +47,6 @@ def transaction_id(job_id: str) -> str:
 def attempt_tag(attempt_id: str) -> str:
     """16 hex digits of SHA-256 of a task attempt id: what makes one attempt's file names its own."""
     return hashlib.sha256(attempt_id.encode("utf-8")).hexdigest()[:16]
-
-
-def is_hidden(name: str) -> bool:
-    return name.startswith(HIDDEN_PREFIXES)
 
 
 def data_file_name(name: str, tid: str, attempt_id: str) -> str:
@@ -181,3 +176,8 @@ class TransactionPaths:
 
     def data_path(self, relative: str) -> str:
         return posixpath.join(self.job.dest, relative)
+
+
+def final_name_function(tid: str, attempt_id: str) -> Callable[[str], str]:
+    """What ``DirectWriteFileSystem`` calls to name a task's file in the destination."""
+    return lambda name: data_file_name(name, tid, attempt_id)

@@ -5,8 +5,8 @@ The file goes to ``<dest>/year=2024/part-0.parquet`` as a multipart upload (``st
 stays incomplete, hence invisible, until the job commit completes it. Before the upload starts, a write marker
 names the key (the same machinery as the transactional protocol), so job commit and rollback find every upload
 this attempt may have started without listing the bucket's uploads blindly. When the file closes, its
-``PendingUpload`` is saved as a ``.pending`` record in the job's state (``protocols/upload/records.py``), so that a task commit or
-abort from a fresh committer in another process finds it, and kept in the in-process ``AttemptUploads`` too.
+``PendingUpload`` is saved as a ``.pending`` record in the job's state (``protocols/upload/records.py``), so that a task
+commit or abort from a fresh committer in another process finds it, and kept in the in-process ``AttemptUploads`` too.
 
 Names are refused as under the transactional protocol (``direct_write_fs``): outside ``work_path``, hidden
 ``_``/``.`` names, ``.``/``..`` segments, appends, copies and renames. A file cannot be read back before job
@@ -22,7 +22,7 @@ from typing import Any
 
 from ...errors import CommitterError
 from ...store.pending_upload import PendingUpload, PendingUploadWriter
-from ..transactional.task_fs import WRITE_MODES, AttemptFiles, AttemptRegister, DirectWriteFileSystem
+from ..direct_write_fs import WRITE_MODES, AttemptFiles, AttemptRegister, DirectWriteFileSystem
 
 log = logging.getLogger(__name__)
 

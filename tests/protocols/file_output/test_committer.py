@@ -1,5 +1,6 @@
 """The v1 and v2 protocols (Hadoop FileOutputCommitter's algorithms): layout, visibility, abort, reruns, and what
-this project keeps or changes of Hadoop's behaviour. The shared protocol tests run them too (protocols/test_end_to_end.py)."""
+this project keeps or changes of Hadoop's behaviour. The shared protocol tests run them too
+(protocols/test_end_to_end.py)."""
 
 from __future__ import annotations
 

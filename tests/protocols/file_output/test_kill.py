@@ -1,10 +1,10 @@
 """Kill tests of the v1 and v2 protocols: SIGKILL a job commit (or an abort) at chosen steps, then rerun or abort
 with a fresh committer, and compare the destination byte for byte.
 
-The harness is ``tests/fixtures/killing.py`` (as ``tests/protocols/manifest/test_kill.py`` uses it for the manifest protocol): the
-kill points come from a reference run of the same child, each test id names the protocol and the step the child
-was stopped before (``~`` is ``_temporary/0``). The earlier job that commits while the job runs is a manifest
-job, so the job commit replaces a ``_SUCCESS`` that an abort must put back.
+The harness is ``tests/fixtures/killing.py`` (as ``tests/protocols/manifest/test_kill.py`` uses it for the manifest
+protocol): the kill points come from a reference run of the same child, each test id names the protocol and the step the
+child was stopped before (``~`` is ``_temporary/0``). The earlier job that commits while the job runs is a manifest job,
+so the job commit replaces a ``_SUCCESS`` that an abort must put back.
 
 v1 keeps contract §4: a rerun finishes the job, an abort before the commit point leaves the destination as it was
 before the job. v2 keeps it too, except for its documented flaw: its committed tasks' files were published by

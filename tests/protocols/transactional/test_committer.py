@@ -368,7 +368,7 @@ def test_overwrite_lists_replaced_files_as_removed_and_vacuum_deletes_them_later
         second.store.from_url(url) for url in mc.committed_files(second.destination_url, second.storage_options)
     ]
 
-    _, count = second.commit_job_replacing(replaced)
+    count = second.commit_job_replacing(replaced).replaced
 
     assert count == 2
     assert readable_names(second) == {"new.csv"}, "readers stop seeing replaced files at the commit point"
@@ -533,7 +533,7 @@ def test_a_rerun_of_an_old_jobs_commit_leaves_a_later_jobs_success(
     assert success_file(second).job_id == "job-b"
 
 
-# --- after a kill (the cases tests/protocols/transactional/test_kill.py found, each made small) ------------------------------
+# --- after a kill (the cases tests/protocols/transactional/test_kill.py found, each made small) -----------------
 
 
 def test_a_rerun_and_an_abort_remove_directories_a_killed_run_emptied(

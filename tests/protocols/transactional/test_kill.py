@@ -71,8 +71,8 @@ def abort_reference(markers: MarkerType) -> list[Event]:
 
 def commit_kill_points(markers: MarkerType) -> list[KillPoint]:
     """The spread of ``select_kill_points``, less the steps inside the cleanup's recursive deletes: they come
-    after the commit point, in the cleanup stage every protocol shares, and ``tests/protocols/manifest/test_kill.py`` kills inside
-    it; a kill before each of its calls stays."""
+    after the commit point, in the cleanup stage every protocol shares, and ``tests/protocols/manifest/test_kill.py``
+    kills inside it; a kill before each of its calls stays."""
     events = commit_reference(markers)
     return [
         point

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from manifest_committer.background import wait_for_all_background_work
 from manifest_committer.errors import CommitterError, JobStateError, ManifestError, OutputValidationError
 from manifest_committer.stages.base import StageContext
-from manifest_committer.stages.cleanup import CleanupOutcome, wait_for_background_cleanup
+from manifest_committer.stages.cleanup import CleanupOutcome
 from manifest_committer.stages.manifest.commit_job import (
     CommitJobArguments,
     CommitJobResult,
@@ -68,7 +69,7 @@ def test_commits_every_file_and_writes_success(destination: str) -> None:
     moved = context.store.capabilities.directory_rename  # then deleted after returning
     assert result.cleanup is not None
     assert result.cleanup.outcome is (CleanupOutcome.MOVED_TO_TRASH if moved else CleanupOutcome.PARALLEL_DELETE)
-    assert wait_for_background_cleanup(context.paths, timeout=10)
+    assert wait_for_all_background_work(timeout=10)
     assert not exists(context, context.paths.temporary_dir)
 
     saved = SuccessData.from_json(context.store.read_bytes(context.paths.success_path))
@@ -234,7 +235,7 @@ def test_a_clean_commit_records_no_failed_store_call(destination: str) -> None:
     counted as ``op_load_file.failures``, which the success printer shows to people looking for errors."""
     context = job(destination)
     result = commit(context)
-    assert wait_for_background_cleanup(context.paths, timeout=10)
+    assert wait_for_all_background_work(timeout=10)
     failures = {name: count for name, count in result.success.iostatistics.counters.items() if ".failures" in name}
     assert failures == {}
     assert result.success.iostatistics.counters.get(OP_LOAD_FILE, 0) >= 1, "the probes still count as calls"

@@ -1,8 +1,8 @@
 """TransactionalCommitJob's CPU per file and store latency: the admission at once, the markers read at once.
 
 The protocol's behaviour (what readers see, crashes, crafted documents) is tested end to end in
-tests/protocols/transactional/test_committer.py and tests/test_bad_input.py; these tests pin what keeps the job commit's CPU and
-latency per file down, and that the faster routes decide exactly as the entry-by-entry ones.
+tests/protocols/transactional/test_committer.py and tests/test_bad_input.py; these tests pin what keeps the job commit's
+CPU and latency per file down, and that the faster routes decide exactly as the entry-by-entry ones.
 """
 
 from __future__ import annotations

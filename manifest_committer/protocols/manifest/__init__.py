@@ -1,0 +1,1 @@
+"""The ``manifest`` protocol: Hadoop 3.5's manifest committer (its stages are in ``stages/manifest/``)."""
