@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from ..config import CommitterConfig
 from ..errors import CommitterError, JobStateError
+from ..formatting import format_bytes
 from ..iostatistics import StatisticsStore
 from ..paths import TEMPORARY_DIR, JobPaths, check_id
 from ..protocols.manifest.committer import ManifestCommitter
@@ -166,8 +167,6 @@ def _commit_head(request: JobRequest, attempt: int, url: str, *, already: bool, 
 
 
 def _commit_lines(success: SuccessData, details: str, *, success_written: bool, state_left: bool) -> list[str]:
-    from ..cli import format_bytes
-
     counters = success.iostatistics.counters
     return [
         f"  Files:      {counters.get(COMMITTER_FILES_COMMITTED, 0):,} committed{details}",

@@ -26,6 +26,7 @@ from .._json import load_json_document
 from ..config import CommitterConfig
 from ..entry_file import find_spill_files
 from ..errors import CommitterError, JobStateError
+from ..formatting import format_bytes
 from ..iostatistics import StatisticsStore
 from ..manifest import MANIFEST_SUFFIX, TaskManifest
 from ..markers import MarkerPaths, job_liveness, read_markers
@@ -583,8 +584,6 @@ def _last_success(reads: _Reads) -> LastSuccess | None:
 
 def format_status(status: DestinationStatus) -> str:
     """The status for a person: each job and attempt, what commit and abort would do, then the last ``_SUCCESS``."""
-    from ..cli import format_bytes
-
     lines = [f"Destination {status.destination}"]
     if not status.jobs:
         lines.append(f"  No job in flight (nothing under {TEMPORARY_DIR})")
