@@ -48,8 +48,8 @@ def imported_modules(name: str, path: Path, known: set[str]) -> set[str]:
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, ast.If) and _type_checking_only(node):
-            for child in node.orelse:
-                visit(child)
+            for statement in node.orelse:
+                visit(statement)
             return
         if isinstance(node, ast.ImportFrom):
             if node.level:
