@@ -36,7 +36,9 @@ def test_status_shows_a_file_output_job_with_its_protocol(
     before = everything(dest)
     document = status_json(capsys, dest)
     jsonschema.validate(document, load_schema("status.schema.json"))
-    (job,) = document["jobs"]  # type: ignore[misc]
+    jobs = document["jobs"]
+    assert isinstance(jobs, list) and len(jobs) == 1
+    job = jobs[0]
     assert job["job_id"] == "job-fo"
     (attempt,) = job["attempts"]
     assert attempt["protocol"] == protocol
