@@ -288,13 +288,69 @@ def driver_warning(markers: MarkerStatus | None) -> str:
     return f"the job's driver looks alive ({markers.liveness}); it may still be running"
 
 
+def describe_attempt(
+    reads: StateReads,
+    protocol: ProtocolName,
+    url_path: str,
+    *,
+    task_attempts: list[str],
+    manifests: list[ManifestStatus],
+    would: tuple[str, str],
+    markers: MarkerStatus | None = None,
+    commit: CommitProgress | None = None,
+    transaction: TransactionStatus | None = None,
+    uploads: UploadStatus | None = None,
+) -> AttemptStatus:
+    """The ``AttemptStatus`` of the job attempt at ``reads.paths`` (its directory ``url_path``), with the totals of
+    its manifests; ``would`` is what (commit, abort) would do."""
+    return AttemptStatus(
+        attempt=reads.paths.job_attempt,
+        url=reads.to_url(url_path),
+        protocol=protocol,
+        transaction=transaction,
+        task_attempts=task_attempts,
+        manifests=manifests,
+        manifest_files=sum(m.files for m in manifests),
+        manifest_bytes=sum(m.bytes for m in manifests),
+        markers=markers,
+        commit=commit,
+        uploads=uploads,
+        would_commit=would[0],
+        would_abort=would[1],
+    )
+
+
+def was_committed(before: AttemptStatus | None) -> bool:
+    """The job had passed its commit point before the command: no state left, or its journal says so."""
+    return before is None or (before.commit is not None and before.commit.finished)
+
+
+def commit_report(
+    committer: CommitterBase,
+    success: SuccessData,
+    before: AttemptStatus | None,
+    *,
+    already: bool,
+    lines: list[str] | None = None,
+    details: str = "",
+) -> CommitReport:
+    """The ``CommitReport`` of a commit ``committer`` ran on the attempt ``before`` (as ``status`` saw it):
+    resumed where a job commit had begun, and whether ``_SUCCESS`` and the job's state are there now."""
+    store, paths = committer.store, committer.paths
+    return CommitReport(
+        success=success,
+        already=already,
+        resumed=not already and before is not None and before.commit is not None,
+        lines=lines or [],
+        success_written=store.info(paths.success_path) is not None,
+        state_left=store.info(paths.job_dir) is not None,
+        details=details,
+    )
+
+
 def state_left(committer: CommitterBase) -> bool:
     """Whether the job's state is still under ``_temporary`` after a command."""
     return committer.store.info(committer.paths.job_dir) is not None
-
-
-def success_written(committer: CommitterBase) -> bool:
-    return committer.store.info(committer.paths.success_path) is not None
 
 
 SHOWN = 50

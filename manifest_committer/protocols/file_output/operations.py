@@ -22,8 +22,9 @@ from ..job_state import (
     CommitReport,
     JobStatus,
     ManifestStatus,
-    state_left,
-    success_written,
+    commit_report,
+    describe_attempt,
+    was_committed,
 )
 from ..names import ProtocolName
 from .committer import FileOutputCommitter
@@ -67,33 +68,23 @@ class FileOutputOperations:
             if not is_dir and name.endswith(".json")
         ]
         commit = _inspect_commit(reads, reports)
-        would_commit, would_abort = _what_would_happen(protocol, task_attempts, reports, commit)
-        return AttemptStatus(
-            attempt=reads.paths.job_attempt,
-            url=reads.to_url(layout.job_attempt_dir),
-            protocol=protocol,
+        would = _what_would_happen(protocol, task_attempts, reports, commit)
+        return describe_attempt(
+            reads,
+            protocol,
+            layout.job_attempt_dir,
             task_attempts=task_attempts,
             manifests=reports,
-            manifest_files=sum(report.files for report in reports),
-            manifest_bytes=sum(report.bytes for report in reports),
+            would=would,
             commit=commit,
-            would_commit=would_commit,
-            would_abort=would_abort,
         )
 
     def commit(
         self, committer: CommitterBase, before: AttemptStatus | None, progress: Callable[[int, int], None] | None
     ) -> CommitReport:
-        already = before is None or (before.commit is not None and before.commit.finished)
+        already = was_committed(before)
         success = committer.commit_job()
-        return CommitReport(
-            success=success,
-            already=already,
-            resumed=not already and before is not None and before.commit is not None,
-            lines=[],
-            success_written=success_written(committer),
-            state_left=state_left(committer),
-        )
+        return commit_report(committer, success, before, already=already)
 
     def abort(self, committer: CommitterBase, before: AttemptStatus, *, dry_run: bool) -> list[str]:
         assert isinstance(committer, FileOutputCommitter)

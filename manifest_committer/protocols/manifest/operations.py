@@ -18,13 +18,15 @@ from ..job_state import (
     CommitReport,
     JobStatus,
     ManifestStatus,
+    commit_report,
+    describe_attempt,
     inspect_commit,
     inspect_manifests,
     listed,
     state_left,
-    success_written,
     task_attempt_directories,
     unusable,
+    was_committed,
 )
 from ..names import ProtocolName
 from .committer import ManifestCommitter
@@ -48,18 +50,15 @@ class ManifestOperations:
         task_attempts = task_attempt_directories(reads)
         manifests = inspect_manifests(reads)
         commit = inspect_commit(reads, manifests)
-        would_commit, would_abort = _what_would_happen(task_attempts, manifests, commit)
-        return AttemptStatus(
-            attempt=paths.job_attempt,
-            url=reads.to_url(paths.job_attempt_dir),
-            protocol=_THIS,
+        would = _what_would_happen(task_attempts, manifests, commit)
+        return describe_attempt(
+            reads,
+            _THIS,
+            paths.job_attempt_dir,
             task_attempts=task_attempts,
             manifests=manifests,
-            manifest_files=sum(m.files for m in manifests),
-            manifest_bytes=sum(m.bytes for m in manifests),
+            would=would,
             commit=commit,
-            would_commit=would_commit,
-            would_abort=would_abort,
         )
 
     def commit(
@@ -67,13 +66,11 @@ class ManifestOperations:
     ) -> CommitReport:
         success = committer.commit_job(progress=progress)
         counters = success.iostatistics.counters
-        return CommitReport(
-            success=success,
-            already=before is None or (before.commit is not None and before.commit.finished),
-            resumed=before is not None and before.commit is not None and not before.commit.finished,
-            lines=[],
-            success_written=success_written(committer),
-            state_left=state_left(committer),
+        return commit_report(
+            committer,
+            success,
+            before,
+            already=was_committed(before),
             details=_details(
                 counters.get(COMMITTER_FILES_ALREADY_COMMITTED, 0), counters.get(COMMIT_FILE_RENAME_RECOVERED, 0)
             ),

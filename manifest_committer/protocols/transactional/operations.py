@@ -18,13 +18,13 @@ from ..job_state import (
     ManifestStatus,
     MarkerStatus,
     TransactionStatus,
+    commit_report,
+    describe_attempt,
     driver_warning,
     inspect_commit,
     inspect_manifests,
     inspect_markers,
     listed,
-    state_left,
-    success_written,
     task_attempt_directories,
     unusable,
 )
@@ -54,20 +54,17 @@ class TransactionalOperations:
         manifests = inspect_manifests(reads)
         markers = inspect_markers(reads)
         transaction = _inspect_transaction(reads)
-        would_commit, would_abort = _what_would_happen(task_attempts, manifests, markers, transaction)
-        return AttemptStatus(
-            attempt=paths.job_attempt,
-            url=reads.to_url(paths.job_attempt_dir),
-            protocol=_THIS,
-            transaction=transaction,
+        would = _what_would_happen(task_attempts, manifests, markers, transaction)
+        return describe_attempt(
+            reads,
+            _THIS,
+            paths.job_attempt_dir,
             task_attempts=task_attempts,
             manifests=manifests,
-            manifest_files=sum(m.files for m in manifests),
-            manifest_bytes=sum(m.bytes for m in manifests),
+            would=would,
             markers=markers,
             commit=inspect_commit(reads, manifests),
-            would_commit=would_commit,
-            would_abort=would_abort,
+            transaction=transaction,
         )
 
     def commit(
@@ -88,14 +85,7 @@ class TransactionalOperations:
                 f"  Record:     {record} written: the commit point (no file moved)",
                 f"  Others:     files of attempts not committed, named by the write markers, deleted{named}",
             ]
-        return CommitReport(
-            success=success,
-            already=already,
-            resumed=not already and before is not None and before.commit is not None,
-            lines=lines,
-            success_written=success_written(committer),
-            state_left=state_left(committer),
-        )
+        return commit_report(committer, success, before, already=already, lines=lines)
 
     def abort(self, committer: CommitterBase, before: AttemptStatus, *, dry_run: bool) -> list[str]:
         """Abort from the markers alone (``abort_job``), or list what that would delete (``plan_abort``, the same

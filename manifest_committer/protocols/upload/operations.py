@@ -22,14 +22,15 @@ from ..job_state import (
     ManifestStatus,
     MarkerStatus,
     UploadStatus,
+    commit_report,
+    describe_attempt,
     driver_warning,
     inspect_commit,
     inspect_manifests,
     inspect_markers,
     listed,
-    state_left,
-    success_written,
     unusable,
+    was_committed,
 )
 from ..names import ProtocolName
 from .committer import UploadCommitter
@@ -56,20 +57,17 @@ class UploadOperations:
         markers = inspect_markers(reads)
         commit = inspect_commit(reads, manifests)
         uploads = _inspect_uploads(reads, task_attempts)
-        would_commit, would_abort = _what_would_happen(manifests, markers, commit, uploads)
-        return AttemptStatus(
-            attempt=paths.job_attempt,
-            url=reads.to_url(paths.job_attempt_dir),
-            protocol=_THIS,
+        would = _what_would_happen(manifests, markers, commit, uploads)
+        return describe_attempt(
+            reads,
+            _THIS,
+            paths.job_attempt_dir,
             task_attempts=task_attempts,
             manifests=manifests,
-            manifest_files=sum(m.files for m in manifests),
-            manifest_bytes=sum(m.bytes for m in manifests),
+            would=would,
             markers=markers,
             commit=commit,
             uploads=uploads,
-            would_commit=would_commit,
-            would_abort=would_abort,
         )
 
     def commit(
@@ -78,7 +76,7 @@ class UploadOperations:
         """Complete the chosen attempts' uploads (``If-None-Match: *``, no data copied), write ``_SUCCESS``, abort
         the job's other incomplete uploads. The report counts the job's incomplete uploads before and after,
         from the same finding as ``status`` and ``abort``. Each file is one call: no progress is reported."""
-        already = before is None or (before.commit is not None and before.commit.finished)
+        already = was_committed(before)
         warning = driver_warning(before.markers if before is not None else None)
         reads = StateReads.over(committer.store, committer.config, committer.paths)
         keys = job_marker_keys(reads)  # read before the commit deletes the markers
@@ -93,14 +91,7 @@ class UploadOperations:
             f"  Incomplete: {incomplete_before:,} uploads of the job before, {incomplete_after:,} after"
             + (" (left at keys another job in flight marks too)" if incomplete_after else "")
         )
-        return CommitReport(
-            success=success,
-            already=already,
-            resumed=not already and before is not None and before.commit is not None,
-            lines=lines,
-            success_written=success_written(committer),
-            state_left=state_left(committer),
-        )
+        return commit_report(committer, success, before, already=already, lines=lines)
 
     def abort(self, committer: CommitterBase, before: AttemptStatus, *, dry_run: bool) -> list[str]:
         """Abort from the job's state alone (``abort_job``), or list what that would do (``plan_abort``: the same
