@@ -6,6 +6,7 @@ stage's call (STYLE rule 2b), and so that a protocol's description of its own st
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 
 from ..config import CommitterConfig
@@ -31,7 +32,7 @@ class StateReads(Stage[None, None]):
 
     def at(self, paths: JobPaths) -> StateReads:
         """The same store and configuration, for another job attempt."""
-        return StateReads.over(self.context.store, self.config, paths)
+        return StateReads(dataclasses.replace(self.context, paths=paths, stats=StatisticsStore()))
 
     def execute(self, arguments: None) -> None:
         raise JobStateError("the reads of status are not a step to run")
