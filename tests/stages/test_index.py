@@ -13,7 +13,7 @@ PACKAGES = sorted(path.parent for path in STAGES.rglob("__init__.py"))
 
 def indexed(package: Path) -> set[str]:
     docstring = (package / "__init__.py").read_text(encoding="utf-8").split('"""')[1]
-    return set(re.findall(r"^    ``([a-z_]+)/?``", docstring, flags=re.MULTILINE))
+    return set(re.findall(r"^ *``([a-z_]+)/?``", docstring, flags=re.MULTILINE))
 
 
 @pytest.mark.parametrize("package", PACKAGES, ids=[str(p.relative_to(STAGES.parent)) for p in PACKAGES])
