@@ -17,7 +17,8 @@ from ..errors import CommitterError, UnsupportedStoreError
 from ..manifest import TaskManifest
 from ..stages.reads import StateReads
 from ..store import StoreOperations
-from ..store.factory import S3_PROTOCOLS, _protocol_of
+from ..store.bindings import scheme_of
+from ..store.factory import S3_PROTOCOLS
 from ..success_data import SuccessData
 from .base import CommitterBase, TaskAttempt
 from .file_output import operations as file_output_operations
@@ -124,7 +125,7 @@ def resolve_protocol(destination: str, protocol: str = AUTO) -> ProtocolName:
     ``CommitterError`` naming the protocol for a name that is not one of ``PROTOCOLS`` (or ``auto``).
     """
     if protocol == AUTO:
-        return ProtocolName.UPLOAD if _protocol_of(destination) in S3_PROTOCOLS else ProtocolName.MANIFEST
+        return ProtocolName.UPLOAD if scheme_of(destination) in S3_PROTOCOLS else ProtocolName.MANIFEST
     if protocol not in PROTOCOLS:
         raise CommitterError(
             f"unknown commit protocol {protocol!r} for {destination}: use one of {AUTO}, {', '.join(PROTOCOLS)}"

@@ -8,6 +8,7 @@ from typing import Any
 import fsspec
 
 from ..errors import UnsupportedStoreError
+from .bindings import cloud_filesystems, scheme_of
 from .local import LocalStore
 from .memory import MemoryStore
 from .operations import StoreOperations
@@ -58,25 +59,6 @@ def _require_backend(url: str, module: str) -> None:
         )
 
 
-def _protocol_of(url: str) -> str:
-    if "::" in url:  # a chained URL such as simplecache::gs://b/p: only the outermost layer is ours to judge
-        return url.split("::", 1)[0]
-    protocol, _ = fsspec.core.split_protocol(url)
-    return protocol or "file"
-
-
-def _cloud_filesystems(url: str, options: dict[str, Any]) -> tuple[Any, Any, str]:
-    """A private filesystem for the committer's own calls, fsspec's shared one for task output, and the path.
-
-    The private one is never handed out, so switching its client's retries off changes nobody else's; neither
-    keeps listing caches, since a committer must see every change at once.
-    """
-    options.setdefault("use_listings_cache", False)
-    data_fs, path = fsspec.core.url_to_fs(url, **options)
-    fs, _ = fsspec.core.url_to_fs(url, skip_instance_cache=True, **options)
-    return fs, data_fs, path.rstrip("/")
-
-
 def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
     """The store operations and the store path for a plain path or fsspec URL.
 
@@ -84,7 +66,7 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     backend this package has no binding for), before any connection is made.
     """
     options = dict(storage_options or {})
-    protocol = _protocol_of(url)
+    protocol = scheme_of(url)
     if protocol in S3_PROTOCOLS:
         raise UnsupportedStoreError(f"{url}: {_S3_REASON}")
     if protocol in HDFS_PROTOCOLS:  # before fsspec, which would start loading libjvm and print its errors
@@ -100,7 +82,7 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
         from .azure import AzureBlobStore, missing_credentials_error, without_client_retries
 
         try:
-            fs, data_fs, path = _cloud_filesystems(url, options)
+            fs, data_fs, path = cloud_filesystems(url, options)
         except ValueError as error:  # adlfs: no account or credentials to build a client with
             raise missing_credentials_error(url, error) from error
         return AzureBlobStore(without_client_retries(fs), protocol, data_fs, destination=url), path
@@ -109,7 +91,7 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
         from .gcs import GCSStore  # sets GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT before gcsfs is imported
         from .gcs import without_client_retries as without_gcs_client_retries
 
-        fs, data_fs, path = _cloud_filesystems(url, options)
+        fs, data_fs, path = cloud_filesystems(url, options)
         return GCSStore(without_gcs_client_retries(fs), protocol, data_fs), path
     fs, path = fsspec.core.url_to_fs(url, **options)
     protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
@@ -124,7 +106,7 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
 def open_destination_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
     """``open_store``, except that S3 opens through the upload protocol's door (``s3.open_s3_store``): for the
     tools that read or undo any protocol's jobs (status, rollback)."""
-    if _protocol_of(url) in S3_PROTOCOLS:
+    if scheme_of(url) in S3_PROTOCOLS:
         from .s3 import open_s3_store
 
         return open_s3_store(url, storage_options)

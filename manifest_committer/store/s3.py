@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UnsupportedStoreError, UploadOutcomeUnknownError
 from ..urls import decode_path, split_url
+from .bindings import cloud_filesystems
 from .operations import AUTH_STATUS_CODES, FsspecStore, StoreCapabilities
 from .pending_upload import TOKEN_METADATA_KEY, PendingUpload
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, is_transient_generic
@@ -422,8 +423,6 @@ def open_s3_store(url: str, storage_options: dict[str, Any] | None = None) -> tu
 
     ``factory.open_store`` refuses S3 (the manifest protocol needs a rename); this is the upload protocol's door.
     """
-    from .factory import _cloud_filesystems as cloud_filesystems
-
     scheme = split_url(url)[0]
     if scheme not in S3_SCHEMES:
         raise ValueError(f"{url} is not an s3:// URL")

@@ -26,7 +26,8 @@ from ...stages.upload.commit_job import UploadCommitJobArguments, UploadCommitJo
 from ...stages.upload.commit_task import UploadCommitTaskArguments, UploadCommitTaskStage
 from ...stages.upload.setup_job import UploadSetupJobArguments, UploadSetupJobStage
 from ...store import StoreOperations
-from ...store.factory import S3_PROTOCOLS, _protocol_of
+from ...store.bindings import scheme_of
+from ...store.factory import S3_PROTOCOLS
 from ...store.pending_upload import PendingUpload
 from ...store.s3 import UploadStore, open_s3_store
 from ..base import TaskAttempt
@@ -54,7 +55,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
 
     @classmethod
     def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
-        if _protocol_of(destination) not in S3_PROTOCOLS:
+        if scheme_of(destination) not in S3_PROTOCOLS:
             raise UnsupportedStoreError(
                 f"{destination}: the upload protocol needs S3 (s3:// or s3a://): it publishes files by completing "
                 "S3 multipart uploads; use protocol 'manifest' (or 'auto') on other stores"
