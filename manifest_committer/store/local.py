@@ -83,6 +83,8 @@ class LocalStore(FsspecStore):
         microsecond_calls=True,
         hidden_checksum_files=True,
         directory_rename=True,
+        rename_never_overwrites=True,
+        rename_outcome_known=True,
     )
 
     def __init__(self, fs: Any) -> None:

@@ -11,7 +11,12 @@ class MemoryStore(FsspecStore):
     """In-memory store; renames are exact because every rename holds one lock."""
 
     capabilities = StoreCapabilities(
-        atomic_rename=True, etags_preserved_in_rename=False, real_directories=True, microsecond_calls=True
+        atomic_rename=True,
+        etags_preserved_in_rename=False,
+        real_directories=True,
+        microsecond_calls=True,
+        rename_never_overwrites=True,
+        rename_outcome_known=True,
     )
 
     def __init__(self, fs: Any) -> None:

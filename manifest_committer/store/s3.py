@@ -83,8 +83,10 @@ _AUTH_ERROR_CODES = frozenset(
     {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "AllAccessDisabled"}
 )
 
-S3_CAPABILITIES = StoreCapabilities(atomic_rename=False, etags_preserved_in_rename=False, real_directories=False)
-"""No rename at all: the ``upload`` protocol never renames (``rename_file`` is refused)."""
+S3_CAPABILITIES = StoreCapabilities(
+    atomic_rename=False, etags_preserved_in_rename=False, real_directories=False, pending_uploads=True
+)
+"""No rename at all (``rename_file`` is refused); the ``upload`` protocol's calls instead."""
 
 
 def client_error_details(error: BaseException) -> tuple[str | None, int | None] | None:
