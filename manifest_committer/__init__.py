@@ -1,4 +1,4 @@
-"""manifest-committer: Hadoop's manifest committer protocol in Python, on any fsspec filesystem.
+"""manifest-committer: Hadoop's manifest committer protocol in Python, on any fsspec filesystem with a store binding.
 
 Each task attempt writes under its own directory; task commit saves a JSON manifest of its files; job commit
 loads every manifest, checks them all, then creates directories and renames files in parallel, validates and

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -483,3 +484,25 @@ def test_an_installed_distributions_entry_points_bind_its_stores(tmp_path: Path)
     )
     assert "unknown scheme broken://" in outcome["refusal"]
     assert "faultier (faultier://), faulty (faulty://)" in outcome["refusal"]
+
+
+# --- docs/stores.md ---------------------------------------------------------------------------------------------------
+
+DOC_BLOCKS = re.findall(
+    r"^```python\n(.*?)^```", (REPO / "docs" / "stores.md").read_text(encoding="utf-8"), re.M | re.S
+)
+
+
+def test_the_docs_example_binds_a_filesystem_and_commits_as_pasted(tmp_path: Path) -> None:
+    (example,) = [block for block in DOC_BLOCKS if "register_store_binding(" in block]
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
+    result = subprocess.run(
+        [sys.executable, "-c", example], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "['scratch:///bucket/table/dt=2026-11-22/part-0.csv']"
+
+
+@pytest.mark.parametrize("block", DOC_BLOCKS, ids=[f"block-{index}" for index in range(len(DOC_BLOCKS))])
+def test_each_docs_example_is_python(block: str) -> None:
+    compile(block, "docs/stores.md", "exec")
