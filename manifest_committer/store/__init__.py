@@ -1,4 +1,9 @@
-"""Store operations: the one interface through which stages touch a filesystem."""
+"""Store operations: the one interface through which stages touch a filesystem.
+
+Which store serves a URL is a store binding's to say (``bindings.py``: ``StoreBinding``; ``registry.py``: the
+built-in ones, the entry point group ``manifest_committer.stores`` and ``register_store_binding``;
+``generic.py``: a user's fsspec filesystem in a few lines); ``factory.py`` opens a destination through them.
+"""
 
 from __future__ import annotations
 
