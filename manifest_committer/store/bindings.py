@@ -85,6 +85,8 @@ class StoreBinding:
                     f"store binding {self.name!r}: {scheme!r} is not a URL scheme (lower case, such as 'gs', "
                     "without '://')"
                 )
+        if self.opener is not None and not callable(self.opener):
+            raise ConfigError(f"store binding {self.name!r}: its opener {self.opener!r} is not a function")
         if self.opener is None and not self.refusal:
             raise ConfigError(f"store binding {self.name!r}: has neither an opener nor a refusal that says why not")
         if self.opener is not None and not isinstance(self.capabilities, StoreCapabilities):

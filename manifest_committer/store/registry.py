@@ -13,8 +13,8 @@ refused, naming both, until a run-time registration chooses. A broken entry poin
 refusals, and stops no other store.
 
 The registry is process-wide, as entry points and fsspec's own registry are: one ``StoreBindings`` object
-(``store_bindings()``), the package's only module-level state with contents that change. It loads the entry
-points once, at the first lookup or registration, and every read and change holds its lock. A binding
+(``store_bindings()``) holds that state, and nothing else in this module changes. It loads the entry points
+once, at the first lookup or registration, and every read and change holds its lock. A binding
 registered at run time serves the process that registered it: the processes that run task commits (executors,
 workers) need the same registration, or an entry point.
 """

@@ -196,6 +196,14 @@ def test_the_upload_protocol_needs_a_binding_with_pending_uploads(faulty_filesys
         mc.create_committer(DEST, "job-1", "upload")
 
 
+@pytest.mark.parametrize(
+    ("url", "reason"), [("s3n://b/t", "Hadoop 3 removed"), ("hdfs://nn/t", "HDFS is not supported")]
+)
+def test_the_upload_protocol_on_a_refused_store_gives_the_stores_reason(url: str, reason: str) -> None:
+    with pytest.raises(mc.UnsupportedStoreError, match=reason):
+        mc.create_committer(url, "job-1", "upload")
+
+
 def test_a_missing_backend_names_what_installs_it(store_bindings: StoreBindings) -> None:
     binding = mc.fsspec_store_binding(
         FaultyFileSystem,
@@ -221,6 +229,7 @@ def test_a_missing_backend_names_what_installs_it(store_bindings: StoreBindings)
         ({"schemes": ("faulty://",)}, "is not a URL scheme"),
         ({"capabilities": None}, "declares no capabilities"),
         ({"opener": None}, "neither an opener nor a refusal"),
+        ({"opener": "open"}, "its opener 'open' is not a function"),
         ({"name": ""}, "needs a name"),
         ({"backend_module": None, "backend_requirement": "x"}, "no backend module"),
     ],

@@ -56,7 +56,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
     def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
         """A store whose binding declares ``pending_uploads`` (S3), refused otherwise before it is opened."""
         binding = store_bindings().binding_for(destination)
-        if binding.capabilities is None or not binding.capabilities.pending_uploads:
+        if binding.opener is not None and (binding.capabilities is None or not binding.capabilities.pending_uploads):
             raise UnsupportedStoreError(
                 f"{destination}: the upload protocol needs S3 (s3:// or s3a://), or a store whose binding declares "
                 f"pending_uploads, and the {binding.name} store has none: it publishes files by completing S3 "
