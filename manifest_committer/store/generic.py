@@ -1,8 +1,9 @@
 """A store binding for a plain fsspec filesystem in a few lines: ``fsspec_store_binding``.
 
 The store it opens is ``FsspecStore``'s generic one (``DeclaredFsspecStore``) with the capabilities the binding
-declares. Its ``rename_file`` checks then moves under a lock, which is exact only when no other process writes
-the store (an in-memory filesystem, a test's); a store others write needs a subclass whose ``rename_file`` uses
+declares. Its ``rename_file`` checks then moves under the store object's lock, which is exact only when no other
+process writes the store (an in-memory filesystem, a test's) and one committer at a time renames to a given
+destination; a store others write needs a subclass whose ``rename_file`` uses
 the store's own no-overwrite rename or conditional copy before it may declare ``rename_never_overwrites``.
 """
 
