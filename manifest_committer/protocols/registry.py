@@ -17,7 +17,7 @@ from ..errors import CommitterError, UnsupportedStoreError
 from ..manifest import TaskManifest
 from ..stages.reads import StateReads
 from ..store import StoreOperations
-from ..store.factory import S3_PROTOCOLS, _protocol_of
+from ..store.registry import store_bindings
 from ..success_data import SuccessData
 from .base import CommitterBase, TaskAttempt
 from .file_output import operations as file_output_operations
@@ -119,12 +119,21 @@ def hosts_marker_server(protocol: str) -> bool:
 
 
 def resolve_protocol(destination: str, protocol: str = AUTO) -> ProtocolName:
-    """The protocol ``create_committer`` would use: ``auto`` is ``upload`` on S3 and ``manifest`` elsewhere.
+    """The protocol ``create_committer`` would use: ``auto`` is ``upload`` on a store that offers pending uploads
+    and no safe rename (S3), and ``manifest`` elsewhere (which refuses, naming what is missing, a store it cannot
+    serve).
 
     ``CommitterError`` naming the protocol for a name that is not one of ``PROTOCOLS`` (or ``auto``).
     """
     if protocol == AUTO:
-        return ProtocolName.UPLOAD if _protocol_of(destination) in S3_PROTOCOLS else ProtocolName.MANIFEST
+        binding = store_bindings().find(destination)
+        uploads_only = (
+            binding is not None
+            and binding.capabilities is not None
+            and binding.capabilities.pending_uploads
+            and not binding.renames_safely
+        )
+        return ProtocolName.UPLOAD if uploads_only else ProtocolName.MANIFEST
     if protocol not in PROTOCOLS:
         raise CommitterError(
             f"unknown commit protocol {protocol!r} for {destination}: use one of {AUTO}, {', '.join(PROTOCOLS)}"
