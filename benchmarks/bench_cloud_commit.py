@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fixtur
 import manifest_committer as mc
 from benchmarks.indexed_memory_store import ConcurrentIndexedMemoryStore, IndexedMemoryStore
 from manifest_committer.statistic_names import COMMITTER_FILES_COMMITTED
-from manifest_committer.store import FaultInjectingStore, StoreOperations
+from manifest_committer.store import NO_HINTS, FaultInjectingStore, RenameHint, StoreOperations
 
 PARTITIONS = 5
 PROTOCOLS = ("manifest", "v1", "v2", "transactional")
@@ -78,12 +78,14 @@ class PeakCountingStore(FaultInjectingStore):
         finally:
             self._leave(1)
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         if not self.capabilities.concurrent_calls:
-            return super().rename_files(pairs)  # one by one, through ``around``
+            return super().rename_files(pairs, hints)  # one by one, through ``around``
         self._enter(len(pairs))
         try:
-            return super().rename_files(pairs)
+            return super().rename_files(pairs, hints)
         finally:
             self._leave(len(pairs))
 

@@ -34,6 +34,7 @@ from ..statistic_names import (
     OP_SAVE_FILE,
 )
 from ..store import FileStatus, StoreCapabilities, StoreOperations
+from ..store.operations import NO_HINTS, RenameHint
 from ..store.pending_upload import PendingUpload
 from ..store.s3 import IncompleteUpload, UploadStore
 
@@ -243,12 +244,16 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         self._store.rename_file(source, dest)
 
     def rename_files_fast(
-        self, pairs: Sequence[tuple[str, str]], record: Callable[[int], None]
+        self,
+        pairs: Sequence[tuple[str, str]],
+        record: Callable[[int], None],
+        hints: Sequence[RenameHint | None] = NO_HINTS,
     ) -> list[Exception | None]:
         """Unretried rename attempts, as many in flight at once as ``call_slots`` has free (the whole batch if no
         slots bound it); an outcome per pair tried: ``None`` moved, else the error to settle. After a round of
         calls with an error no more are started, so the list may be shorter than ``pairs``. ``record`` gets each
-        call's milliseconds (a batch's calls take as long as the batch), not the wait for slots."""
+        call's milliseconds (a batch's calls take as long as the batch), not the wait for slots. ``hints``
+        (empty, or one per pair) tell the store what the job knows of each rename (``RenameHint``)."""
         slots = self.context.call_slots
         outcomes: list[Exception | None] = []
         done = 0
@@ -256,7 +261,7 @@ class Stage(ABC, Generic[ArgT, ResultT]):
             taken = len(pairs) - done if slots is None else slots.take(len(pairs) - done)
             start = time.perf_counter()
             try:
-                answered = self._store.rename_files(pairs[done : done + taken])
+                answered = self._store.rename_files(pairs[done : done + taken], hints[done : done + taken])
             finally:
                 if slots is not None:
                     slots.give(taken)

@@ -14,16 +14,18 @@ from .faults import (
     s3_internal_error,
     s3_slow_down,
 )
-from .operations import FileStatus, FsspecStore, StoreCapabilities, StoreOperations
+from .operations import NO_HINTS, FileStatus, FsspecStore, RenameHint, StoreCapabilities, StoreOperations
 from .rate_limit import RateLimitedStore, TokenBucket
 from .transient import is_transient_generic
 
 __all__ = [
+    "NO_HINTS",
     "Fault",
     "FaultInjectingStore",
     "FileStatus",
     "FsspecStore",
     "RateLimitedStore",
+    "RenameHint",
     "StoreCapabilities",
     "StoreOperations",
     "TokenBucket",

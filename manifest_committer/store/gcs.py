@@ -35,7 +35,15 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # before gc
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
-from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore, renames_on_loop
+from .operations import (
+    AUTH_STATUS_CODES,
+    COPY_THEN_DELETE_OBJECT_STORE,
+    NO_HINTS,
+    FileStatus,
+    FsspecStore,
+    RenameHint,
+    renames_on_loop,
+)
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
 log = logging.getLogger(__name__)
@@ -170,11 +178,15 @@ class GCSStore(FsspecStore):
 
     def rename_file(self, source: str, dest: str) -> None:
         """Rewrite with ``ifGenerationMatch=0``, then delete; ``FileExistsError`` if anything is at ``dest``."""
-        sync(self.fs.loop, self._rename, source, dest)
+        sync(self.fs.loop, self._rename, source, dest, None)
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
-        """Every rename of the batch in flight at once on the client's event loop."""
-        return renames_on_loop(self.fs.loop, self._rename, pairs)
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
+        """Every rename of the batch in flight at once on the client's event loop. Where the job saw the
+        destination clear (``RenameHint.dest_clear``), the probes of the destination and below it are left out:
+        a rename is the source's GET, the rewrite and the delete."""
+        return renames_on_loop(self.fs.loop, self._rename, pairs, hints)
 
     async def _get(self, bucket: str, key: str) -> dict[str, Any] | None:
         try:
@@ -189,16 +201,19 @@ class GCSStore(FsspecStore):
         )
         return bool(listing.get("items") or listing.get("prefixes"))
 
-    async def _rename(self, source: str, dest: str) -> None:
+    async def _rename(self, source: str, dest: str, hint: RenameHint | None) -> None:
         source_bucket, source_key, _ = self.fs.split_path(source)
         dest_bucket, dest_key, _ = self.fs.split_path(dest)
         if not source_key or not dest_key:
             raise IsADirectoryError(errno.EISDIR, "cannot rename a bucket", source if not source_key else dest)
-        source_object, dest_object, below_dest = await asyncio.gather(
-            self._get(source_bucket, source_key),
-            self._get(dest_bucket, dest_key),
-            self._has_objects_below(dest_bucket, dest_key),
-        )
+        if hint is not None and hint.dest_clear:
+            source_object, dest_object, below_dest = await self._get(source_bucket, source_key), None, False
+        else:
+            source_object, dest_object, below_dest = await asyncio.gather(
+                self._get(source_bucket, source_key),
+                self._get(dest_bucket, dest_key),
+                self._has_objects_below(dest_bucket, dest_key),
+            )
         if source_object is None:
             raise FileNotFoundError(errno.ENOENT, "rename source not found", source)
         generation = source_object["generation"]

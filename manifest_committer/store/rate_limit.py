@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .operations import StoreOperations
+from .operations import NO_HINTS, RenameHint, StoreOperations
 from .wrapping import WrappingStore
 
 
@@ -80,11 +80,13 @@ class RateLimitedStore(WrappingStore):
         self._take_token()
         return call()
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         """A token for each rename of the batch, then the batch as the inner store runs it."""
         for _ in pairs:
             self._take_token()
-        return self.inner.rename_files(pairs)
+        return self.inner.rename_files(pairs, hints)
 
     def _take_token(self) -> None:
         waited = self.bucket.acquire()

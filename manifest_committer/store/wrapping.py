@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UnsupportedStoreError
-from .operations import FileStatus, StoreCapabilities, StoreOperations, renames_one_by_one
+from .operations import NO_HINTS, FileStatus, RenameHint, StoreCapabilities, StoreOperations, renames_one_by_one
 
 if TYPE_CHECKING:
     from .pending_upload import PendingUpload
@@ -88,7 +88,9 @@ class WrappingStore:
     def rename_file(self, source: str, dest: str) -> None:
         self.around("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         return renames_one_by_one(self.rename_file, pairs)
 
     def rename_dir(self, source: str, dest: str) -> None:
