@@ -97,13 +97,19 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
         raise UnsupportedStoreError(f"{url}: unknown scheme {protocol}://. Supported: {SUPPORTED_STORES}")
     if protocol in AZURE_PROTOCOLS:
         _require_backend(url, "adlfs")
-        from .azure import AzureBlobStore, missing_credentials_error, without_client_retries
+        from .azure import (
+            AzureBlobStore,
+            missing_credentials_error,
+            without_client_retries,
+            without_environment_lookups,
+        )
 
         try:
             fs, data_fs, path = _cloud_filesystems(url, options)
         except ValueError as error:  # adlfs: no account or credentials to build a client with
             raise missing_credentials_error(url, error) from error
-        return AzureBlobStore(without_client_retries(fs), protocol, data_fs, destination=url), path
+        fs = without_environment_lookups(without_client_retries(fs))
+        return AzureBlobStore(fs, protocol, data_fs, destination=url), path
     if protocol in GCS_PROTOCOLS:
         _require_backend(url, "gcsfs")
         from .gcs import GCSStore  # sets GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT before gcsfs is imported
