@@ -258,8 +258,11 @@ def _run_memory_child(spec: dict[str, Any]) -> dict[str, Any]:
 
         sequential = 0
         parallel = 0
+        peak_threads = 0
 
         def _count(self, calls: int) -> None:
+            cls = type(self)
+            cls.peak_threads = max(cls.peak_threads, threading.active_count())
             if threading.current_thread() is main_thread:
                 type(self).sequential += calls
             else:
@@ -302,7 +305,7 @@ def _run_memory_child(spec: dict[str, Any]) -> dict[str, Any]:
         "files": committed,
         "sequential_calls": ThreadCountingStore.sequential,
         "parallel_calls": ThreadCountingStore.parallel,
-        "threads_peak": threading.active_count(),
+        "threads_peak": ThreadCountingStore.peak_threads,
     }
 
 
