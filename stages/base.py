@@ -308,6 +308,37 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         store = self._uploads(pending.path)
         return self.call(OP_COMPLETE_UPLOAD, lambda: store.complete_upload(pending), pending.path)
 
+    def complete_uploads_fast(
+        self, uploads: Sequence[PendingUpload], record: Callable[[int], None]
+    ) -> list[str | Exception]:
+        """Unretried completions in flight together (as many as ``call_slots`` has free, where slots bound the calls;
+        else the whole batch, which the caller sizes); an outcome per upload: its ETag, or the error for
+        ``complete_upload`` to settle. ``record`` gets each call's milliseconds (a batch's calls take as long as
+        the batch), not the wait for slots."""
+        if not uploads:
+            return []
+        store = self._uploads(uploads[0].path)
+        slots = self.context.call_slots
+        outcomes: list[str | Exception] = []
+        while len(outcomes) < len(uploads):
+            done = len(outcomes)
+            taken = len(uploads) - done if slots is None else slots.take(len(uploads) - done)
+            start = time.perf_counter()
+            try:
+                answered = store.complete_uploads(uploads[done : done + taken])
+            finally:
+                if slots is not None:
+                    slots.give(taken)
+            if len(answered) != taken:
+                raise CommitterError(
+                    f"s3://{uploads[done].path}: the store answered {len(answered)} of {taken} completions"
+                )
+            outcomes += answered
+            elapsed = elapsed_ms(start)
+            for _ in range(taken):
+                record(elapsed)
+        return outcomes
+
     def holds(self, pending: PendingUpload) -> str | None:
         """The ETag of the object at ``pending``'s key if it is provably that upload's, ``None`` if provably not."""
         store = self._uploads(pending.path)

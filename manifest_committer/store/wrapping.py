@@ -117,6 +117,12 @@ class WrappingStore:
 
     # --- the upload protocol's calls (S3 only: refused when the wrapped store has none) -------------------------
 
+    def _inner_uploads(self, path: str) -> Any:
+        """The wrapped store's upload calls; ``UnsupportedStoreError`` where it has none."""
+        if getattr(self.inner, "complete_uploads", None) is None:
+            raise UnsupportedStoreError(f"{path}: the {self.scheme}:// store has no multipart uploads (S3 only)")
+        return self.inner
+
     def _upload_call(self, name: str, path: str, *arguments: Any) -> Any:
         method = getattr(self.inner, name, None)
         if method is None:
@@ -130,6 +136,16 @@ class WrappingStore:
     def complete_upload(self, pending: PendingUpload) -> str:
         result: str = self._upload_call("complete_upload", pending.path, pending)
         return result
+
+    def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
+        """One ``complete_upload`` after another, each through ``around``: an outcome per upload."""
+        outcomes: list[str | Exception] = []
+        for pending in uploads:
+            try:
+                outcomes.append(self.complete_upload(pending))
+            except Exception as error:
+                outcomes.append(error)
+        return outcomes
 
     def holds(self, pending: PendingUpload) -> str | None:
         result: str | None = self._upload_call("holds", pending.path, pending)

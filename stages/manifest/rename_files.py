@@ -15,7 +15,7 @@ from ...config import CommitterConfig
 from ...entry_file import EntryFile, FileToCommit, RenameUnit
 from ...errors import CommitterError, OutputConflictError
 from ...iostatistics import DurationAccumulator
-from ...parallel import run_bounded
+from ...parallel import CONCURRENT_DEMAND, run_bounded
 from ...retry import describe_error
 from ...statistic_names import (
     COMMIT_FILE_RENAME,
@@ -106,9 +106,6 @@ class _ProgressReport:
             log.warning("Progress callback failed; no more progress is reported: %s", describe_error(error))
             self.callback = None
 
-
-CONCURRENT_DEMAND = 6
-"""Where a unit's renames go out together, units in flight ask for this many times ``io.threads`` slots."""
 
 MICROSECOND_UNIT_FACTOR = 8
 """Where store calls take microseconds, units may be this many times ``rename_batch_size``."""

@@ -12,10 +12,10 @@ import pytest
 
 from manifest_committer.entry_file import EntryFile, FileToCommit
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
+from manifest_committer.parallel import CONCURRENT_DEMAND
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.journal import Journal, JournalRun
 from manifest_committer.stages.manifest.rename_files import (
-    CONCURRENT_DEMAND,
     MICROSECOND_UNIT_FACTOR,
     RenameFilesArguments,
     RenameFilesResult,
