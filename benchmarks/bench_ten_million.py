@@ -39,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for benchmarks.bench_cloud_commit
 
 import manifest_committer as mc
-from benchmarks.bench_cloud_commit import IndexedMemoryStore
+from benchmarks.indexed_memory_store import IndexedMemoryStore
 from manifest_committer.entry_file import SPILL_PREFIX
 from manifest_committer.manifest import MANIFEST_SUFFIX, MANIFEST_TYPE
 from manifest_committer.paths import JobPaths

@@ -17,6 +17,10 @@ from typing import TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
+CONCURRENT_DEMAND = 6
+"""Where a unit's calls go out together (``CallSlots``), units in flight ask for this many times ``io.threads``
+slots: enough to keep every slot busy through the units' other calls, without a unit a thread."""
+
 
 def run_bounded(
     pool: Executor | None,

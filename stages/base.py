@@ -34,6 +34,7 @@ from ..statistic_names import (
     OP_SAVE_FILE,
 )
 from ..store import FileStatus, StoreCapabilities, StoreOperations
+from ..store.operations import NO_HINTS, RenameHint
 from ..store.pending_upload import PendingUpload
 from ..store.s3 import IncompleteUpload, UploadStore
 
@@ -243,12 +244,16 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         self._store.rename_file(source, dest)
 
     def rename_files_fast(
-        self, pairs: Sequence[tuple[str, str]], record: Callable[[int], None]
+        self,
+        pairs: Sequence[tuple[str, str]],
+        record: Callable[[int], None],
+        hints: Sequence[RenameHint | None] = NO_HINTS,
     ) -> list[Exception | None]:
         """Unretried rename attempts, as many in flight at once as ``call_slots`` has free (the whole batch if no
         slots bound it); an outcome per pair tried: ``None`` moved, else the error to settle. After a round of
         calls with an error no more are started, so the list may be shorter than ``pairs``. ``record`` gets each
-        call's milliseconds (a batch's calls take as long as the batch), not the wait for slots."""
+        call's milliseconds (a batch's calls take as long as the batch), not the wait for slots. ``hints``
+        (empty, or one per pair) tell the store what the job knows of each rename (``RenameHint``)."""
         slots = self.context.call_slots
         outcomes: list[Exception | None] = []
         done = 0
@@ -256,7 +261,7 @@ class Stage(ABC, Generic[ArgT, ResultT]):
             taken = len(pairs) - done if slots is None else slots.take(len(pairs) - done)
             start = time.perf_counter()
             try:
-                answered = self._store.rename_files(pairs[done : done + taken])
+                answered = self._store.rename_files(pairs[done : done + taken], hints[done : done + taken])
             finally:
                 if slots is not None:
                     slots.give(taken)
@@ -302,6 +307,37 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         """Publish a pending upload at its key, never replacing an object; repeatable (``S3Store.complete_upload``)."""
         store = self._uploads(pending.path)
         return self.call(OP_COMPLETE_UPLOAD, lambda: store.complete_upload(pending), pending.path)
+
+    def complete_uploads_fast(
+        self, uploads: Sequence[PendingUpload], record: Callable[[int], None]
+    ) -> list[str | Exception]:
+        """Unretried completions in flight together (as many as ``call_slots`` has free, where slots bound the calls;
+        else the whole batch, which the caller sizes); an outcome per upload: its ETag, or the error for
+        ``complete_upload`` to settle. ``record`` gets each call's milliseconds (a batch's calls take as long as
+        the batch), not the wait for slots."""
+        if not uploads:
+            return []
+        store = self._uploads(uploads[0].path)
+        slots = self.context.call_slots
+        outcomes: list[str | Exception] = []
+        while len(outcomes) < len(uploads):
+            done = len(outcomes)
+            taken = len(uploads) - done if slots is None else slots.take(len(uploads) - done)
+            start = time.perf_counter()
+            try:
+                answered = store.complete_uploads(uploads[done : done + taken])
+            finally:
+                if slots is not None:
+                    slots.give(taken)
+            if len(answered) != taken:
+                raise CommitterError(
+                    f"s3://{uploads[done].path}: the store answered {len(answered)} of {taken} completions"
+                )
+            outcomes += answered
+            elapsed = elapsed_ms(start)
+            for _ in range(taken):
+                record(elapsed)
+        return outcomes
 
     def holds(self, pending: PendingUpload) -> str | None:
         """The ETag of the object at ``pending``'s key if it is provably that upload's, ``None`` if provably not."""

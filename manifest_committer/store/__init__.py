@@ -21,19 +21,21 @@ from .faults import (
     s3_slow_down,
 )
 from .generic import DeclaredFsspecStore, fsspec_store_binding
-from .operations import FileStatus, FsspecStore, StoreCapabilities, StoreOperations
+from .operations import NO_HINTS, FileStatus, FsspecStore, RenameHint, StoreCapabilities, StoreOperations
 from .rate_limit import RateLimitedStore, TokenBucket
 from .registry import ENTRY_POINT_GROUP, StoreBindings, register_store_binding, store_bindings
 from .transient import is_transient_generic
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "NO_HINTS",
     "DeclaredFsspecStore",
     "Fault",
     "FaultInjectingStore",
     "FileStatus",
     "FsspecStore",
     "RateLimitedStore",
+    "RenameHint",
     "StoreBinding",
     "StoreBindings",
     "StoreCapabilities",

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .operations import StoreOperations, renames_one_by_one
+from .operations import NO_HINTS, RenameHint, StoreOperations, renames_one_by_one
+from .pending_upload import PendingUpload
 from .wrapping import WrappingStore
 
 UPLOAD_OPERATIONS = ("put_if_absent", "complete_upload", "holds", "abort_upload", "list_uploads")
@@ -125,7 +126,9 @@ class FaultInjectingStore(WrappingStore):
                 return fault
         return None
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         if not self.capabilities.concurrent_calls:
             return renames_one_by_one(self.rename_file, pairs)
         if self.latency:
@@ -134,7 +137,9 @@ class FaultInjectingStore(WrappingStore):
         reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
         outcomes: list[Exception | None] = [None] * len(pairs)
         if reaching:
-            for index, outcome in zip(reaching, self.inner.rename_files([pairs[i] for i in reaching]), strict=True):
+            passed = [hints[i] for i in reaching] if hints else NO_HINTS
+            answered = self.inner.rename_files([pairs[i] for i in reaching], passed)
+            for index, outcome in zip(reaching, answered, strict=True):
                 outcomes[index] = outcome
         for index, fault in enumerate(faults):
             if fault is not None and outcomes[index] is None:
@@ -142,6 +147,26 @@ class FaultInjectingStore(WrappingStore):
                 if not isinstance(error, Exception):
                     raise error
                 outcomes[index] = error
+        return outcomes
+
+    def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
+        """A batch of completions is in flight at once: one ``latency`` for all; each may fail on its own."""
+        if self.latency:
+            time.sleep(self.latency)
+        faults = [self._pick("complete_upload", pending.path) for pending in uploads]
+        reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
+        outcomes: list[str | Exception] = [RuntimeError("not completed")] * len(uploads)
+        if reaching:
+            answered = self._inner_uploads(uploads[0].path).complete_uploads([uploads[i] for i in reaching])
+            for index, outcome in zip(reaching, answered, strict=True):
+                outcomes[index] = outcome
+        for index, fault in enumerate(faults):
+            if fault is None or (fault.when == "after" and isinstance(outcomes[index], Exception)):
+                continue
+            error = fault.error()
+            if not isinstance(error, Exception):
+                raise error
+            outcomes[index] = error
         return outcomes
 
     def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:

@@ -12,6 +12,12 @@ the destination. This binding builds the rename from the JSON API:
    for duplicates first), so the window matters only against writers outside the job.
 3. Delete that generation of the source.
 
+Where the job saw the destination clear (``RenameHint.dest_clear``: its directory was missing when the job
+probed it), step 1 is only the source's generation, and for a batch of renames it comes from one listing of the
+range of names the sources span rather than a GET each: two requests a file. What the probe of the destination
+guarded on fake-gcs-server (a writer outside the job putting an object there in between) real GCS refuses with
+the precondition of step 2.
+
 Between 2 and 3 both paths hold the file. A rename interrupted there is finished by the next call: a destination
 with the source's size, crc32c and MD5 holds the same bytes, so deleting the source loses nothing. Etags and
 generations change with a copy (``etags_preserved_in_rename`` is false); crc32c survives it.
@@ -26,6 +32,7 @@ import contextlib
 import errno
 import logging
 import os
+import posixpath
 import types
 from collections.abc import Sequence
 from typing import Any
@@ -36,10 +43,24 @@ from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
 from .bindings import StoreBinding, cloud_filesystems, scheme_of
-from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore, renames_on_loop
+from .operations import (
+    AUTH_STATUS_CODES,
+    COPY_THEN_DELETE_OBJECT_STORE,
+    NO_HINTS,
+    FileStatus,
+    FsspecStore,
+    RenameHint,
+    renames_on_loop,
+)
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
 log = logging.getLogger(__name__)
+
+LISTING_PAGE = 1000
+"""Names a page of a listing holds at most (the JSON API's limit)."""
+LISTING_SLACK = 4
+"""A batch's listing of its sources' names reads at most this many names a source (other objects in the range)
+plus a page, before the sources not yet seen are probed one by one."""
 
 CREDENTIAL_SOURCES = (
     "storage_options token (a service-account JSON file or dict, 'google_default', 'cloud', or 'anon') and "
@@ -171,11 +192,63 @@ class GCSStore(FsspecStore):
 
     def rename_file(self, source: str, dest: str) -> None:
         """Rewrite with ``ifGenerationMatch=0``, then delete; ``FileExistsError`` if anything is at ``dest``."""
-        sync(self.fs.loop, self._rename, source, dest)
+        sync(self.fs.loop, self._rename, source, dest, None, None)
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
-        """Every rename of the batch in flight at once on the client's event loop."""
-        return renames_on_loop(self.fs.loop, self._rename, pairs)
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
+        """Every rename of the batch in flight at once on the client's event loop.
+
+        Where the job saw the destination clear (``RenameHint.dest_clear``), the probes of the destination and
+        below it are left out, and the sources' generations come from one listing of the range of names they
+        span (a page of up to 1,000 names) instead of a GET each: a rename is then the rewrite and the delete.
+        """
+        every_hint = list(hints) if hints else [None] * len(pairs)
+        clear = [source for (source, _), hint in zip(pairs, every_hint, strict=True) if hint and hint.dest_clear]
+        listed: dict[tuple[str, str], dict[str, Any]] = sync(self.fs.loop, self._listed, clear) if clear else {}
+
+        async def rename(source: str, dest: str, hint: RenameHint | None) -> None:
+            bucket, key, _ = self.fs.split_path(source)
+            await self._rename(source, dest, hint, listed.get((bucket, key)))
+
+        return renames_on_loop(self.fs.loop, rename, pairs, every_hint)
+
+    async def _listed(self, sources: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
+        """The objects at ``sources`` as one listing per bucket shows them, from the first name in order to the
+        last; objects not seen (moved, or beyond ``LISTING_SLACK`` names of others) are simply absent."""
+        by_bucket: dict[str, list[str]] = {}
+        for source in sources:
+            bucket, key, _ = self.fs.split_path(source)
+            if key:
+                by_bucket.setdefault(bucket, []).append(key)
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        for bucket, keys in by_bucket.items():
+            keys.sort()
+            wanted = set(keys)
+            prefix = posixpath.commonprefix(keys).rpartition("/")[0]
+            budget = LISTING_SLACK * len(keys) + LISTING_PAGE
+            token: str | None = None
+            seen = 0
+            while seen <= budget:
+                page = await self.fs._call(
+                    "GET",
+                    "b/{}/o",
+                    bucket,
+                    prefix=f"{prefix}/" if prefix else None,
+                    startOffset=keys[0],
+                    maxResults=LISTING_PAGE,
+                    pageToken=token,
+                    json_out=True,
+                )
+                items = page.get("items") or []
+                seen += len(items)
+                for item in items:
+                    if item.get("name") in wanted:
+                        found[bucket, item["name"]] = item
+                token = page.get("nextPageToken")
+                if not token or not items or items[-1].get("name", "") >= keys[-1]:
+                    break
+        return found
 
     async def _get(self, bucket: str, key: str) -> dict[str, Any] | None:
         try:
@@ -190,16 +263,23 @@ class GCSStore(FsspecStore):
         )
         return bool(listing.get("items") or listing.get("prefixes"))
 
-    async def _rename(self, source: str, dest: str) -> None:
+    async def _rename(
+        self, source: str, dest: str, hint: RenameHint | None, listed: dict[str, Any] | None = None
+    ) -> None:
+        """``listed``: the source's object as a listing just showed it (its generation pins the rewrite)."""
         source_bucket, source_key, _ = self.fs.split_path(source)
         dest_bucket, dest_key, _ = self.fs.split_path(dest)
         if not source_key or not dest_key:
             raise IsADirectoryError(errno.EISDIR, "cannot rename a bucket", source if not source_key else dest)
-        source_object, dest_object, below_dest = await asyncio.gather(
-            self._get(source_bucket, source_key),
-            self._get(dest_bucket, dest_key),
-            self._has_objects_below(dest_bucket, dest_key),
-        )
+        if hint is not None and hint.dest_clear:
+            source_object = listed if listed is not None else await self._get(source_bucket, source_key)
+            dest_object, below_dest = None, False
+        else:
+            source_object, dest_object, below_dest = await asyncio.gather(
+                self._get(source_bucket, source_key),
+                self._get(dest_bucket, dest_key),
+                self._has_objects_below(dest_bucket, dest_key),
+            )
         if source_object is None:
             raise FileNotFoundError(errno.ENOENT, "rename source not found", source)
         generation = source_object["generation"]

@@ -48,6 +48,26 @@ class FileStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class RenameHint:
+    """What the job knows of one rename beforehand, so a store may leave out the probes that would tell it.
+
+    A hint never weakens a promise: a store that uses one still never overwrites (its copy is conditional on
+    the destination being absent), and where the hint turns out wrong it takes the path without it.
+    """
+
+    source_etag: str | None = None
+    """The source's etag as the task commit listed it (the manifest's ``e``): a store may pin its copy and its
+    delete to it instead of probing the source first."""
+    dest_clear: bool = False
+    """The job saw nothing at the destination nor below ``dest/`` (it found the destination's directory missing
+    and made it, or listed it): a store may leave out its probe for a directory in the way."""
+
+
+NO_HINTS: Sequence[RenameHint | None] = ()
+"""No hint for any rename of a batch."""
+
+
+@dataclass(frozen=True, slots=True)
 class StoreCapabilities:
     """What a store guarantees, so stages can choose behaviour without looking at schemes.
 
@@ -152,9 +172,12 @@ class StoreOperations(Protocol):
         """Move one file; ``FileExistsError`` if anything is at ``dest``, ``FileNotFoundError`` if no source."""
         ...
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         """``rename_file`` of each ``(source, dest)``, in flight together where ``capabilities.concurrent_calls``;
-        one outcome per pair, in order: ``None`` when it moved, else the error its own ``rename_file`` raises."""
+        one outcome per pair, in order: ``None`` when it moved, else the error its own ``rename_file`` raises.
+        ``hints`` (empty, or one per pair) may spare the store its probes (``RenameHint``)."""
         ...
 
     def rename_dir(self, source: str, dest: str) -> None:
@@ -313,8 +336,11 @@ class FsspecStore:
             else:
                 self.fs.mv(source, dest)
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
-        """One ``rename_file`` after another; stores with an async client override it to run them at once."""
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
+        """One ``rename_file`` after another, hints unused; stores with an async client override it to run them
+        at once."""
         return renames_one_by_one(self.rename_file, pairs)
 
     def rename_dir(self, source: str, dest: str) -> None:
@@ -407,17 +433,28 @@ def renames_one_by_one(rename: Callable[[str, str], None], pairs: Sequence[tuple
 
 
 def renames_on_loop(
-    loop: Any, rename: Callable[[str, str], Awaitable[None]], pairs: Sequence[tuple[str, str]]
+    loop: Any,
+    rename: Callable[[str, str, RenameHint | None], Awaitable[None]],
+    pairs: Sequence[tuple[str, str]],
+    hints: Sequence[RenameHint | None] = NO_HINTS,
 ) -> list[Exception | None]:
-    """The coroutine ``rename`` of every pair at once on ``loop`` (an async client's, fsspec's); ``None`` for each
-    that moved, else its error. A ``BaseException`` that is not an ``Exception`` (cancellation, interrupt) is
-    raised, not returned."""
+    """The coroutine ``rename`` of every pair (with its hint, if any) at once on ``loop`` (an async client's,
+    fsspec's); ``None`` for each that moved, else its error. A ``BaseException`` that is not an ``Exception``
+    (cancellation, interrupt) is raised, not returned."""
+    every_hint = list(hints) if hints else [None] * len(pairs)
 
     async def all_at_once() -> list[Any]:
-        return await asyncio.gather(*(rename(source, dest) for source, dest in pairs), return_exceptions=True)
+        renames = (rename(source, dest, hint) for (source, dest), hint in zip(pairs, every_hint, strict=True))
+        return await asyncio.gather(*renames, return_exceptions=True)
 
+    return outcomes_of(sync(loop, all_at_once))
+
+
+def outcomes_of(results: Sequence[Any]) -> list[Exception | None]:
+    """``asyncio.gather(..., return_exceptions=True)`` results as outcomes: ``None`` for a success, the error for
+    a failure; a ``BaseException`` that is not an ``Exception`` (cancellation, interrupt) is raised."""
     outcomes: list[Exception | None] = []
-    for result in sync(loop, all_at_once):
+    for result in results:
         if isinstance(result, Exception):
             outcomes.append(result)
         elif isinstance(result, BaseException):

@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .operations import StoreOperations
+from .operations import NO_HINTS, RenameHint, StoreOperations
+from .pending_upload import PendingUpload
 from .wrapping import WrappingStore
 
 
@@ -80,11 +81,20 @@ class RateLimitedStore(WrappingStore):
         self._take_token()
         return call()
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         """A token for each rename of the batch, then the batch as the inner store runs it."""
         for _ in pairs:
             self._take_token()
-        return self.inner.rename_files(pairs)
+        return self.inner.rename_files(pairs, hints)
+
+    def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
+        """A token for each completion of the batch, then the batch as the inner store runs it."""
+        for _ in uploads:
+            self._take_token()
+        outcomes: list[str | Exception] = self._inner_uploads(uploads[0].path).complete_uploads(uploads)
+        return outcomes
 
     def _take_token(self) -> None:
         waited = self.bucket.acquire()

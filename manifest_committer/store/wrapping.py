@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UnsupportedStoreError
-from .operations import FileStatus, StoreCapabilities, StoreOperations, renames_one_by_one
+from .operations import NO_HINTS, FileStatus, RenameHint, StoreCapabilities, StoreOperations, renames_one_by_one
 
 if TYPE_CHECKING:
     from .pending_upload import PendingUpload
@@ -88,7 +88,9 @@ class WrappingStore:
     def rename_file(self, source: str, dest: str) -> None:
         self.around("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         return renames_one_by_one(self.rename_file, pairs)
 
     def rename_dir(self, source: str, dest: str) -> None:
@@ -115,6 +117,12 @@ class WrappingStore:
 
     # --- the upload protocol's calls (S3 only: refused when the wrapped store has none) -------------------------
 
+    def _inner_uploads(self, path: str) -> Any:
+        """The wrapped store's upload calls; ``UnsupportedStoreError`` where it has none."""
+        if getattr(self.inner, "complete_uploads", None) is None:
+            raise UnsupportedStoreError(f"{path}: the {self.scheme}:// store has no multipart uploads (S3 only)")
+        return self.inner
+
     def _upload_call(self, name: str, path: str, *arguments: Any) -> Any:
         method = getattr(self.inner, name, None)
         if method is None:
@@ -128,6 +136,16 @@ class WrappingStore:
     def complete_upload(self, pending: PendingUpload) -> str:
         result: str = self._upload_call("complete_upload", pending.path, pending)
         return result
+
+    def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
+        """One ``complete_upload`` after another, each through ``around``: an outcome per upload."""
+        outcomes: list[str | Exception] = []
+        for pending in uploads:
+            try:
+                outcomes.append(self.complete_upload(pending))
+            except Exception as error:
+                outcomes.append(error)
+        return outcomes
 
     def holds(self, pending: PendingUpload) -> str | None:
         result: str | None = self._upload_call("holds", pending.path, pending)

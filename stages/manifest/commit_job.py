@@ -112,9 +112,17 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
                 journal = JournalRun.first(record.unit_size)
             else:
                 journal = JournalRun.rerun(self, started.unit_size)
-            CreateDirectoriesStage(self.context).apply(CreateDirectoriesArguments(loaded.directories, journal))
+            directories = CreateDirectoriesStage(self.context).apply(
+                CreateDirectoriesArguments(loaded.directories, journal)
+            )
             renamed = RenameFilesStage(self.context).apply(
-                RenameFilesArguments(loaded.entry_file, journal, arguments.progress)
+                RenameFilesArguments(
+                    loaded.entry_file,
+                    journal,
+                    arguments.progress,
+                    clear_directories=directories.clear,
+                    job_directories=frozenset(directory.path for directory in loaded.directories),
+                )
             )
             self._set_job_counters(loaded, renamed)
             if self.config.validate_output:

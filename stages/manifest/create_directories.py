@@ -47,6 +47,11 @@ class CreateDirectoriesResult:
     created: frozenset[str]
     """Leaf directories this stage made (or found missing and made) in the store; not those that only their
     files bring into being."""
+    clear: frozenset[str] = frozenset()
+    """Directories the probe found missing on a store without real directories: nothing was in them, so a file
+    of the job that goes directly into one finds nothing in its way, unless a writer outside the job puts it
+    there meanwhile (which the store's conditional copy still refuses). The rename stage tells the store so
+    (``RenameHint.dest_clear``) and spares a probe a file."""
 
 
 class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectoriesResult]):
@@ -108,7 +113,8 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         log.info(
             "%s: %d directories, %d probed, %d leaves created", self.name, len(directories), len(found), len(created)
         )
-        return CreateDirectoriesResult(frozenset(created))
+        clear = frozenset() if self.capabilities.real_directories else frozenset(missing)
+        return CreateDirectoriesResult(frozenset(created), clear)
 
     def _units(self, items: Sequence[T]) -> list[Sequence[T]]:
         """``items`` cut into units of work for the pool. Where a store call takes microseconds, one pool task

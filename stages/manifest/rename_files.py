@@ -15,7 +15,7 @@ from ...config import CommitterConfig
 from ...entry_file import EntryFile, FileToCommit, RenameUnit
 from ...errors import CommitterError, OutputConflictError
 from ...iostatistics import DurationAccumulator
-from ...parallel import run_bounded
+from ...parallel import CONCURRENT_DEMAND, run_bounded
 from ...retry import describe_error
 from ...statistic_names import (
     COMMIT_FILE_RENAME,
@@ -25,6 +25,7 @@ from ...statistic_names import (
     OP_RENAME,
     STORE_IO_RETRY,
 )
+from ...store.operations import RenameHint
 from ...success_data import SUCCESS_FILENAME_LIMIT
 from ..base import Stage
 from ..journal import Evidence, Journal, JournalRun, UnitHistory, evidence
@@ -52,6 +53,12 @@ class RenameFilesArguments:
     progress: Callable[[int, int], None] | None = None
     """Called with (files done, files in all) once before the first rename and after each unit, in the thread
     that runs the stage: per unit, never per file, so the hot rename loop pays nothing for it."""
+    clear_directories: frozenset[str] = frozenset()
+    """Directories the job found missing before its renames (``CreateDirectoriesResult.clear``): a file going
+    directly into one is renamed with ``RenameHint.dest_clear``."""
+    job_directories: frozenset[str] = frozenset()
+    """Every directory of the job's output: a file at one of these paths has a directory of the job in its way,
+    so it is never hinted clear."""
 
 
 @dataclass(slots=True)
@@ -100,9 +107,6 @@ class _ProgressReport:
             self.callback = None
 
 
-CONCURRENT_DEMAND = 6
-"""Where a unit's renames go out together, units in flight ask for this many times ``io.threads`` slots."""
-
 MICROSECOND_UNIT_FACTOR = 8
 """Where store calls take microseconds, units may be this many times ``rename_batch_size``."""
 
@@ -147,6 +151,7 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
     name = JOB_STAGE_RENAME_FILES
 
     def execute(self, arguments: RenameFilesArguments) -> RenameFilesResult:
+        self._arguments = arguments
         result = RenameFilesResult()
         smallest: list[str] = []
         journal = Journal(self, arguments.journal)
@@ -265,7 +270,9 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         also_in_doubt: list[int] = []
         while pending and stopped_at is None:
             outcomes = self.rename_files_fast(
-                [(rows[index].source, rows[index].dest) for index in pending], durations.record
+                [(rows[index].source, rows[index].dest) for index in pending],
+                durations.record,
+                [self._hint(rows[index]) for index in pending],
             )
             for index, error in zip(pending, outcomes, strict=False):
                 if error is not None:
@@ -304,6 +311,13 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         if isinstance(stopping_error, _NotMovableError):
             raise stopping_error.error from stopping_error.__cause__
         raise stopping_error
+
+    def _hint(self, row: FileToCommit) -> RenameHint:
+        """What the job knows of a row's rename: the etag its task listed, and whether its destination is clear."""
+        arguments = self._arguments
+        parent = row.dest.rpartition("/")[0]
+        clear = parent in arguments.clear_directories and row.dest not in arguments.job_directories
+        return RenameHint(row.etag, clear)
 
     def _finish_after_failure(
         self,

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ...errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
+from ...iostatistics import DurationAccumulator
 from ...parallel import run_bounded
 from ...protocols.upload.records import UploadPaths
 from ...statistic_names import (
@@ -39,6 +40,8 @@ from ...statistic_names import (
     COMMITTER_TASKS_COMPLETED,
     JOB_STAGE_LOAD_MANIFESTS,
     JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
+    OP_COMPLETE_UPLOAD,
+    STORE_IO_RETRY,
 )
 from ...store import FileStatus
 from ...store.pending_upload import PendingUpload
@@ -57,6 +60,8 @@ from .state import (
 log = logging.getLogger(__name__)
 
 MAX_FILENAMES = 100
+BATCHES_IN_FLIGHT = 4
+"""Batches of completions a job commit has in flight at once, each of a quarter of ``io.threads`` uploads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +201,12 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
         return any(name == attempt + "-manifest.json" for attempt in accepted.values())
 
     def _complete(self, uploads: list[tuple[str, PendingUpload]]) -> None:
-        """Complete every upload on the job pool; each completion is retried inside its unit of work."""
+        """Complete every upload on the job pool; each completion is retried inside its unit of work.
+
+        Each unit of work is a batch: its first requests go out together (``complete_uploads``: on the S3
+        client's event loop, one hand-over for the batch), and only an upload whose request failed, or with a
+        directory in its way, takes the one-by-one path, which settles it from evidence.
+        """
 
         in_the_way = self._directories_at(upload.path for _, upload in uploads)
 
@@ -223,7 +233,30 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
                 self.complete_upload(upload)
             self.stats.increment(COMMITTER_COMMITS_COMPLETED)
 
-        run_bounded(self.context.pool, uploads, complete, max_in_flight=self.context.max_in_flight)
+        def complete_batch(batch: list[tuple[str, PendingUpload]]) -> None:
+            together = [upload for _, upload in batch if upload.path not in in_the_way]
+            durations = DurationAccumulator(OP_COMPLETE_UPLOAD)
+            try:
+                outcomes = self.complete_uploads_fast(together, durations.record)
+            finally:
+                self.stats.add_accumulator(durations)
+            settled = {
+                upload.path for upload, outcome in zip(together, outcomes, strict=True) if isinstance(outcome, str)
+            }
+            self.stats.increment(COMMITTER_COMMITS_COMPLETED, len(settled))
+            retried = sum(1 for outcome in outcomes if isinstance(outcome, Exception) and self.is_transient(outcome))
+            if retried:  # the one-by-one path's retry policy counts only the retries after these
+                self.stats.increment(STORE_IO_RETRY, retried)
+            for item in batch:
+                if item[1].path not in settled:
+                    complete(item)
+
+        # A batch's completions go out together, so io.threads bounds batches x their size: a quarter of the
+        # threads' worth a batch, four batches at a time, never more calls in flight than io.threads.
+        size = max(1, min(self.config.rename_batch_size, self.config.io_threads // BATCHES_IN_FLIGHT))
+        batches = [uploads[start : start + size] for start in range(0, len(uploads), size)]
+        in_flight = max(1, self.config.io_threads // size)
+        run_bounded(self.context.pool, batches, complete_batch, max_in_flight=in_flight)
 
     def _directories_at(self, keys: Iterable[str]) -> set[str]:
         """The ``keys`` where a directory is (objects below ``key/``): one listing per parent directory, on the

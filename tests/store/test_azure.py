@@ -10,8 +10,8 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.errors import ConfigError, ManifestError, SourceChangedError
+from manifest_committer.store import RenameHint, open_store
 from manifest_committer.store import azure as azure_module
-from manifest_committer.store import open_store
 from manifest_committer.store.azure import AzureBlobStore
 from tests.fixtures.committing import FAST, edit_manifest, output, run_task
 
@@ -213,6 +213,116 @@ def test_a_412_for_the_renames_own_copy_finishes_the_rename(
     assert store.info(source) is None
     assert store.read_bytes(dest) == b"payload"
     store.close()
+
+
+# --- renames with the job's knowledge (RenameHint) -----------------------------------------------------------
+
+
+def _count_probes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every probe a rename may make: a HEAD of a blob, a listing below a path."""
+    from azure.storage.blob.aio import BlobClient, ContainerClient
+
+    probes: list[str] = []
+    head, listing = BlobClient.get_blob_properties, ContainerClient.list_blobs
+
+    async def counted_head(self: Any, *args: Any, **kwargs: Any) -> Any:
+        probes.append(f"HEAD {self.blob_name}")
+        return await head(self, *args, **kwargs)
+
+    def counted_listing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        probes.append(f"LIST {kwargs.get('name_starts_with')}")
+        return listing(self, *args, **kwargs)
+
+    monkeypatch.setattr(BlobClient, "get_blob_properties", counted_head)
+    monkeypatch.setattr(ContainerClient, "list_blobs", counted_listing)
+    return probes
+
+
+def test_a_rename_with_the_tasks_etag_and_a_clear_destination_makes_no_probe(
+    azure_container: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, root = _store(azure_container)
+    names = ("a", "b", "c")
+    for name in names:
+        store.write_bytes(f"{root}/src/{name}.csv", name.encode())
+    etags = {name: store.info(f"{root}/src/{name}.csv").etag for name in names}  # type: ignore[union-attr]
+    probes = _count_probes(monkeypatch)
+    pairs = [(f"{root}/src/{name}.csv", f"{root}/dst/{name}.csv") for name in names]
+    outcomes = store.rename_files(pairs, [RenameHint(etags[name], dest_clear=True) for name in names])
+    assert outcomes == [None, None, None]
+    assert probes == [], "a copy pinned to the task's etag and a delete: no HEAD, no listing"
+    monkeypatch.undo()
+    for name in names:
+        assert store.read_bytes(f"{root}/dst/{name}.csv") == name.encode()
+        assert store.info(f"{root}/src/{name}.csv") is None
+    store.close()
+
+
+def test_a_hint_that_does_not_hold_changes_nothing_of_the_renames_answers(
+    azure_container: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stale etag, a destination taken after all, an interrupted rename of this very copy: the probing path
+    decides each, exactly as without a hint."""
+    store, root = _store(azure_container)
+    for name in ("stale", "taken", "interrupted"):
+        store.write_bytes(f"{root}/src/{name}.csv", name.encode())
+    store.write_bytes(f"{root}/dst/taken.csv", b"theirs")
+    store.copy_file(f"{root}/src/interrupted.csv", f"{root}/dst/interrupted.csv")
+    etags = {name: store.info(f"{root}/src/{name}.csv").etag for name in ("taken", "interrupted")}  # type: ignore[union-attr]
+    probes = _count_probes(monkeypatch)
+    pairs = [(f"{root}/src/{name}.csv", f"{root}/dst/{name}.csv") for name in ("stale", "taken", "interrupted")]
+    hints = [
+        RenameHint("0x8DEADBEEF0000", dest_clear=True),
+        RenameHint(etags["taken"], dest_clear=True),
+        RenameHint(etags["interrupted"], dest_clear=True),
+    ]
+    outcomes = store.rename_files(pairs, hints)
+    monkeypatch.undo()
+    assert outcomes[0] is None and outcomes[2] is None
+    assert isinstance(outcomes[1], FileExistsError)
+    assert {probe.split()[0] for probe in probes} == {"HEAD", "LIST"}, "each fell back to the probes"
+    assert store.read_bytes(f"{root}/dst/stale.csv") == b"stale"
+    assert store.read_bytes(f"{root}/dst/taken.csv") == b"theirs", "never overwritten"
+    assert store.read_bytes(f"{root}/src/taken.csv") == b"taken"
+    assert store.read_bytes(f"{root}/dst/interrupted.csv") == b"interrupted"
+    assert store.info(f"{root}/src/interrupted.csv") is None, "the interrupted rename was finished"
+    store.close()
+
+
+def test_a_job_commit_renames_with_two_requests_a_file(azure_container: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole protocol: the manifests' etags and the directories the job found missing spare every probe of
+    the renames (the job's own probes of its directories and records remain)."""
+    committer = mc.ManifestCommitter(f"abfs://{azure_container}/out", "job-hints", config=FAST)
+    committer.setup_job()
+    run_task(committer, "task_00000", "attempt_00000_0", {"p=1/a.csv": b"a", "p=1/b.csv": b"b", "p=2/c.csv": b"c"})
+    run_task(committer, "task_00001", "attempt_00001_0", {"p=2/d.csv": b"d"})
+    probes = _count_probes(monkeypatch)
+    committer.commit_job()
+    monkeypatch.undo()
+    assert any(probe == "HEAD out/p=1" for probe in probes), "the job probes its directories, once each"
+    assert not [probe for probe in probes if ".csv" in probe], "no probe for any file"
+    assert output(committer) == {"p=1/a.csv": b"a", "p=1/b.csv": b"b", "p=2/c.csv": b"c", "p=2/d.csv": b"d"}
+
+
+def test_the_client_skips_environment_lookups_unless_one_applies(azurite: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """aiohttp's per-request reads of ``.netrc`` and the proxy variables are left out only when what they would
+    find is nothing for the account's host."""
+    import adlfs
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "NETRC"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NETRC", "/nonexistent/.netrc")
+
+    def transport_trusts_environment() -> bool:
+        fs = adlfs.AzureBlobFileSystem(skip_instance_cache=True, **azurite.storage_options)
+        azure_module.without_environment_lookups(fs)
+        return bool(fs.service_client._pipeline._transport._use_env_settings)
+
+    assert not transport_trusts_environment()
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
+    assert transport_trusts_environment(), "a proxy applies to the account's host: looked up as before"
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert not transport_trusts_environment()
 
 
 # --- deletes ---------------------------------------------------------------------------------------------------

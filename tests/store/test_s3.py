@@ -288,6 +288,29 @@ def test_completing_an_aborted_upload_is_file_not_found(
     assert store.info(path) is None
 
 
+def test_a_batch_of_completions_goes_out_together_with_an_outcome_each(s3_bucket: str, s3_store: S3Store) -> None:
+    """The batch's requests keep each completion's promise; a failed one is left for ``complete_upload`` to
+    settle, which then answers exactly as alone."""
+    store = s3_store
+    taken = f"{s3_bucket}/out/taken"
+    store.fs.pipe_file(taken, b"someone else's")
+    uploads = [
+        _pending(store, f"{s3_bucket}/out/a", b"a"),
+        _pending(store, taken, b"mine"),
+        _pending(store, f"{s3_bucket}/out/empty", b""),
+        _pending(store, f"{s3_bucket}/out/b", b"bb"),
+    ]
+    outcomes = store.complete_uploads(uploads)
+    assert [type(outcome).__name__ for outcome in outcomes] == ["str", "FileExistsError", "str", "str"]
+    assert outcomes[0] == uploads[0].expected_etag()
+    assert store.read_bytes(f"{s3_bucket}/out/a") == b"a"
+    assert store.read_bytes(f"{s3_bucket}/out/empty") == b""
+    assert store.read_bytes(taken) == b"someone else's", "never overwritten"
+    with pytest.raises(FileExistsError, match="another object is at the key"):
+        store.complete_upload(uploads[1])
+    assert store.complete_upload(uploads[3]) == outcomes[3], "completed already: recognised as ours"
+
+
 # --- put, abort, list ------------------------------------------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.store import StoreOperations
+from manifest_committer.store import NO_HINTS, RenameHint, StoreOperations
 from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.killing import Listing, forkserver, listing
@@ -43,7 +43,9 @@ class _KillMidBatch(WrappingStore):
         self.renamed = 0
         self._one_at_a_time = threading.Lock()  # units run on the pool: exactly nth - 1 renames before the kill
 
-    def rename_files(self, pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
+    def rename_files(
+        self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
+    ) -> list[Exception | None]:
         outcomes: list[Exception | None] = []
         for source, dest in pairs:
             with self._one_at_a_time:

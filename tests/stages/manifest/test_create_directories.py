@@ -270,3 +270,17 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(CreateDirectoriesArguments([]))
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(CreateDirectoriesArguments([]))
+
+
+def test_the_directories_found_missing_are_clear_on_object_stores(protocol_destination: str) -> None:
+    """On a store without real directories the rename stage may tell the store that nothing is in the way in a
+    directory the probe found missing; an existing one is never clear, and on real directories nothing is."""
+    context = prepared(protocol_destination)
+    context.store.write_bytes(dest_path(context, "old/f.csv"), b"a file of an earlier job")
+    old = TargetDirectory(dest_path(context, "old"), 1, EntryStatus.UNKNOWN, receives_files=True)
+    new = TargetDirectory(dest_path(context, "new/p=1"), 2, EntryStatus.NOT_FOUND, receives_files=True)
+    result = create(context, old, new)
+    if context.store.capabilities.real_directories:
+        assert result.clear == frozenset()
+    else:
+        assert result.clear == frozenset({dest_path(context, "new"), dest_path(context, "new/p=1")})

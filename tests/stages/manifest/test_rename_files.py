@@ -12,10 +12,10 @@ import pytest
 
 from manifest_committer.entry_file import EntryFile, FileToCommit
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
+from manifest_committer.parallel import CONCURRENT_DEMAND
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.journal import Journal, JournalRun
 from manifest_committer.stages.manifest.rename_files import (
-    CONCURRENT_DEMAND,
     MICROSECOND_UNIT_FACTOR,
     RenameFilesArguments,
     RenameFilesResult,
@@ -28,7 +28,7 @@ from manifest_committer.statistic_names import (
     JOB_STAGE_RENAME_FILES,
     OP_DELETE,
 )
-from manifest_committer.store import Fault, FaultInjectingStore, StoreOperations
+from manifest_committer.store import Fault, FaultInjectingStore, RenameHint, StoreOperations
 from manifest_committer.success_data import SUCCESS_FILENAME_LIMIT
 from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import FAST_CONFIG, dest_path, fresh, make_context, set_up_job, task_ids
@@ -379,3 +379,33 @@ def test_units_in_flight_ask_for_a_few_times_the_slots_not_a_unit_a_thread(desti
     assert result.files_committed == 96
     assert together.peak_batches <= 2
     assert together.peak_in_flight <= 4
+
+
+def test_a_units_renames_carry_the_tasks_etag_and_whether_the_destination_is_clear(
+    destination: str, spill: EntryFile
+) -> None:
+    """The store is told what the job knows: the etag the task listed, and a destination in a directory the job
+    found missing; a file at a path that is itself a directory of the job is never said to be clear."""
+    context = prepared(destination, io_threads=4)
+    together = InFlightTogether(context.store)
+    context.store = together
+    root = context.paths.task_attempt_dir(ATTEMPT_ID)
+    names = ["new/a.csv", "new/b", "old/c.csv"]
+    rows = []
+    for name in names:
+        context.store.write_bytes(f"{root}/{name}", b"data")
+        dest = dest_path(context, name)
+        rows.append(FileToCommit(f"{root}/{name}", dest, 4, f"etag-{name}", context.store.to_url(dest)))
+    spill.append(ATTEMPT_ID, rows)
+    arguments = RenameFilesArguments(
+        spill,
+        first_run(context, spill),
+        clear_directories=frozenset({dest_path(context, "new")}),
+        job_directories=frozenset({dest_path(context, "new"), dest_path(context, "new/b"), dest_path(context, "old")}),
+    )
+    result = RenameFilesStage(context).apply(arguments)
+    assert result.files_committed == 3
+    by_dest = dict(zip([dest for batch in together.batches for _, dest in batch], together.hints, strict=True))
+    assert by_dest[rows[0].dest] == RenameHint("etag-new/a.csv", dest_clear=True)
+    assert by_dest[rows[1].dest] == RenameHint("etag-new/b", dest_clear=False), "a directory of the job is there"
+    assert by_dest[rows[2].dest] == RenameHint("etag-old/c.csv", dest_clear=False), "a directory that existed"

@@ -10,7 +10,7 @@ from typing import Any
 import fsspec
 import pytest
 
-from benchmarks.bench_cloud_commit import IndexedMemoryStore
+from benchmarks.indexed_memory_store import IndexedMemoryStore
 from manifest_committer.store import FileStatus
 from manifest_committer.store.memory import MemoryStore
 
@@ -99,7 +99,7 @@ def test_a_file_written_while_the_index_is_rebuilt_is_listed(store: IndexedMemor
             files[f"{root}/b/late"] = files[f"{root}/a/f1"]  # lands after the key snapshot
         return taken
 
-    import benchmarks.bench_cloud_commit as bench
+    import benchmarks.indexed_memory_store as bench
 
     bench.list = write_during_the_snapshot  # type: ignore[attr-defined]
     try:
