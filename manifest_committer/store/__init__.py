@@ -14,7 +14,7 @@ from .faults import (
     s3_internal_error,
     s3_slow_down,
 )
-from .operations import FileStatus, FsspecStore, StoreCapabilities, StoreOperations
+from .operations import FileStatus, FsspecStore, LinkInPathError, StoreCapabilities, StoreOperations
 from .rate_limit import RateLimitedStore, TokenBucket
 from .transient import is_transient_generic
 
@@ -23,6 +23,7 @@ __all__ = [
     "FaultInjectingStore",
     "FileStatus",
     "FsspecStore",
+    "LinkInPathError",
     "RateLimitedStore",
     "StoreCapabilities",
     "StoreOperations",
