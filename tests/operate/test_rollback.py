@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.cli import main
 from manifest_committer.protocols.transactional.committer import TransactionalCommitter
 from manifest_committer.protocols.transactional.records import transaction_id
 from tests.fixtures.committing import run_task
@@ -78,6 +79,29 @@ def test_rollback_treats_each_dead_job_on_its_own(dest: str, committers: list[Tr
     assert rolled["c-plain"].error is None and len(rolled["c-plain"].deleted) == 1
     assert not Path(dest, crafted).exists() and not Path(dest, plain).exists()
     assert Path(dest, broken).exists(), "the job that could not be rolled back keeps its file, and says so"
+
+
+def test_the_command_line_reports_what_it_rolled_back_and_fails_for_the_job_it_could_not(
+    dest: str, committers: list[TransactionalCommitter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    dead_job(dest, committers, "a-broken")
+    plain = dead_job(dest, committers, "b-plain")
+    broken_markers = Path(dest, "_temporary", "a-broken", "00", "markers")
+    with open(broken_markers / "MARKERS19", "ab") as handle:
+        handle.write(b"/etc/passwd.marker.CREATE\n")
+    (broken_markers / "heartbeat").write_bytes(b"not a lease")
+    time.sleep(0.3)
+
+    status = main(["rollback", dest])
+
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert out.startswith(f"Rolled back 1 job attempt(s) of file://{dest}: 1 data files deleted")
+    assert f"file://{dest}/{plain}" in out
+    assert "Job a-broken (attempt 00): NOT rolled back: job a-broken attempt 00: " in out
+    assert err.endswith(
+        "error: rollback of file://" + dest + ": 1 job attempt(s) not rolled back: a-broken (attempt 00)\n"
+    )
 
 
 DRIVER = """
