@@ -1,15 +1,16 @@
 """Where the marker server listens: an address the tasks on the cluster's other hosts can reach.
 
 ``mapreduce.manifest.committer.markers.server.address`` decides when set (``127.0.0.1`` keeps the server on
-one host); the Spark helper sets it to ``spark.driver.host`` when the user did not. Unset, the server binds this
-host's primary address: the source address the kernel picks for a route off the host, found by "connecting" a
-UDP socket (no packet is sent), else the address the host name resolves to; each candidate is used only if a
-socket can bind it, and ``127.0.0.1`` is the last resort (with a warning: other hosts cannot reach it).
+one host); the Spark helper sets it to ``spark.driver.host`` when the user did not. Unset, it is this host's
+primary address: the source address the kernel picks for a route off the host, found by "connecting" a UDP
+socket (no packet is sent), else the address the host name resolves to; each candidate is used only if a socket
+can bind it, and ``127.0.0.1`` is the last resort (with a warning: other hosts cannot reach it). The server
+binds the address, or every interface where this host cannot bind it (a NAT or container address), and
+publishes it.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 
@@ -69,8 +70,17 @@ def server_host(configured: str | None) -> str:
     return address
 
 
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+def bind_host(published: str) -> str:
+    """Where the server listens to be reached at ``published``: that address itself, or, where this host cannot
+    bind it (an address a NAT or a container network maps to this host, as ``spark.driver.host`` with
+    ``spark.driver.bindAddress``), every interface."""
+    if can_bind(published):
+        return published
+    wildcard = "::" if ":" in published else "0.0.0.0"
+    log.info(
+        "Marker server: %s is not an address of this host; listening on %s, publishing %s",
+        published,
+        wildcard,
+        published,
+    )
+    return wildcard

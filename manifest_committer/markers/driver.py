@@ -19,7 +19,7 @@ from ..errors import ConfigError
 from ..paths import check_id
 from ..retry import RetryPolicy
 from ..store import StoreOperations
-from .address import server_host
+from .address import bind_host, server_host
 from .client import MarkerClient, MarkerType
 from .heartbeat import Heartbeat
 from .layout import MarkerPaths
@@ -79,14 +79,16 @@ class JobMarkers:
         if config.markers_type != "batched":
             return
         try:
+            published = server_host(config.markers_server_address)
             self.server = MarkerServer(
                 self._store,
                 self.paths,
                 retry,
                 batch_interval_ms=config.markers_batch_interval_ms,
                 batch_threads=config.markers_batch_threads,
-                host=server_host(config.markers_server_address),
+                host=bind_host(published),
                 port=config.markers_server_port,
+                advertised_host=published,
             ).start()
         except BaseException:
             self.stop()

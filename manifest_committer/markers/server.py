@@ -317,6 +317,7 @@ class MarkerServer:
     ``True`` once the marker's batch is durable, ``False`` at once if the marker was already recorded, and
     ``MarkerServerError`` if its batch's flush failed (after the store retry policy gave up). ``secret``: the
     job's secret every request must prove, written to the job's state at ``start`` (a new one when not given).
+    ``host`` is where it listens, ``advertised_host`` (default: ``host``) what ``server.json`` publishes.
     """
 
     def __init__(
@@ -330,6 +331,7 @@ class MarkerServer:
         batch_threads: int = 20,
         host: str = "127.0.0.1",
         port: int = 0,
+        advertised_host: str | None = None,
         max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         if batch_threads < 1 or batch_interval_ms < 1:
@@ -343,6 +345,7 @@ class MarkerServer:
         self.max_connections = max_connections
         self._host = host
         self._port = port
+        self._advertised = advertised_host or host
         self._lock = threading.Lock()
         self._recorded: set[Marker] = set()
         self._pending: dict[Marker, Future[bool]] = {}
@@ -377,7 +380,7 @@ class MarkerServer:
         self._http = http
         port = int(http.server_address[1])
         self.state = ServerState(
-            host=self._host,
+            host=self._advertised,
             port=port,
             job_id=self.paths.job.job_id,
             markers_dir=self.paths.markers_dir,
@@ -393,9 +396,11 @@ class MarkerServer:
             self._threads.append(thread)
         self._calls.write_bytes(self.paths.server_state, self.state.to_json())
         log.info(
-            "Marker server for %s listening on %s:%d (%d markers reloaded)",
+            "Marker server for %s listening on %s:%d, published as %s:%d (%d markers reloaded)",
             self.paths.markers_dir,
             self._host,
+            port,
+            self._advertised,
             port,
             len(self._recorded),
         )
