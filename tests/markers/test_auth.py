@@ -32,7 +32,9 @@ def raw_exchange(server: MarkerServer, request: bytes) -> bytes:
     return answer
 
 
-def post_as(server: MarkerServer, secret: str, body: bytes, mac_body: bytes | None = None) -> tuple[int, bytes, dict]:
+def post_as(
+    server: MarkerServer, secret: str, body: bytes, mac_body: bytes | None = None
+) -> tuple[int, bytes, dict[str, str]]:
     """A POST whose Authorization is computed with ``secret`` over ``mac_body`` (default: the body sent)."""
     assert server.state is not None
     _, authorization = auth.authorization(secret, "POST", CREATE_PATH, body if mac_body is None else mac_body)
