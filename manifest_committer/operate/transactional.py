@@ -111,7 +111,13 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
 def run_vacuum(request: DestinationRequest, retention_hours: float, *, dry_run: bool) -> str:
     """Vacuum the destination (or, with ``dry_run``, list what vacuum would delete now); return the files."""
     where, _ = _destination_url(request)
-    found = vacuum(request.destination, retention_hours, storage_options=request.storage_options, dry_run=dry_run)
+    found = vacuum(
+        request.destination,
+        retention_hours,
+        storage_options=request.storage_options,
+        dry_run=dry_run,
+        config=request.config,
+    )
     retention = f"retention {retention_hours:g} hours"
     if dry_run:
         head = f"Dry run: vacuum of {where} ({retention}) would delete {len(found):,} data files (nothing was changed)"
