@@ -3,8 +3,10 @@ must never make the job abort that writer's multipart upload."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
+import jsonschema
 import pytest
 
 import manifest_committer as mc
@@ -65,3 +67,31 @@ def test_a_crafted_marker_never_aborts_another_writers_upload(
             job.abort_job()
 
     assert uploads(store, s3_bucket) == [("table/victim.csv", victim)]
+
+
+def test_each_upload_is_recorded_by_id_as_it_starts(s3_bucket: str, store: S3Store) -> None:
+    """The record the abort relies on exists before the file is even closed, named by the upload's id."""
+    from manifest_committer.protocols.upload.records import upload_id_of_record
+    from tests.fixtures.stage_context import load_schema
+
+    dest = f"s3://{s3_bucket}/table"
+    config = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type="direct")
+    with mc.create_committer(dest, "job-1", "upload", config=config) as job:
+        assert isinstance(job, UploadCommitter)
+        job.setup_job()
+        task = job.setup_task("task_0", "attempt_0")
+        handle = task.fs.open(task.work_path + "/a.csv", "wb")
+        handle.write(b"a" * 10)
+        handle.flush()
+        handle._file.flush(force=True)  # the upload exists; the file is still open
+        ((key, upload_id),) = uploads(store, s3_bucket)
+        store.fs.invalidate_cache()
+        (record,) = store.fs.ls(job.layout.started_dir)
+        document = json.loads(store.fs.cat_file(record))
+        handle.close()
+        job.abort_job()
+
+    assert upload_id_of_record(record.rsplit("/", 1)[1]) == upload_id
+    assert (document["key"], document["uploadId"], document["taskAttemptID"]) == ("table/a.csv", upload_id, "attempt_0")
+    assert list(jsonschema.Draft202012Validator(load_schema("upload-started.schema.json")).iter_errors(document)) == []
+    assert key == "table/a.csv" and uploads(store, s3_bucket) == []
