@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import posixpath
 import socket
 import threading
 import time
@@ -92,8 +93,14 @@ class Heartbeat:
         self.stop()
 
     def _run(self) -> None:
+        directory = posixpath.dirname(self.path)
         while not self._stop.wait(self.interval):
             try:
+                if self._calls.info(directory) is None:
+                    # The job ended while this process still held it (its commit ran in another process, as
+                    # Spark's data source commits): a beat now would bring back a piece of its deleted state.
+                    log.info("Heartbeat %s: the job's state is gone; no more beats", self.path)
+                    return
                 self.beat()
             except Exception as error:  # a missed beat is not fatal: the next may succeed within the expiry
                 log.warning("Heartbeat %s not written: %s", self.path, describe_error(error))

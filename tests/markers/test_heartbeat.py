@@ -89,3 +89,14 @@ def test_another_server_on_the_published_port_does_not_keep_the_job_alive(job: M
         assert job_liveness(job.store, job.paths, job.retry).dead
     finally:
         other.stop()
+
+
+def test_a_heartbeat_never_brings_back_the_state_of_a_job_that_ended_elsewhere(job: MarkerJob) -> None:
+    """The driver still holds the job while another process commits it and deletes its state (Spark's data
+    source): the next beat finds the state gone and stops, instead of writing a heartbeat into nothing."""
+    heartbeat = Heartbeat(job.store, job.paths, job.retry, interval=0.02).start()
+    job.store.delete_dir(job.paths.markers_dir)  # the commit's cleanup, in another process
+    time.sleep(0.2)
+    heartbeat.stop()
+
+    assert job.store.info(job.paths.markers_dir) is None
