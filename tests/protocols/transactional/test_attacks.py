@@ -234,6 +234,25 @@ def test_a_late_losing_attempt_never_displaces_the_accepted_one(
     assert len(data_files(dest)) == 1, "the loser's file was deleted"
 
 
+def test_without_accepted_attempts_the_first_saved_attempt_is_committed(
+    dest: str, committers: list[TransactionalCommitter]
+) -> None:
+    """Two attempts of a task both commit and nobody says which was accepted: the first saved wins, as under the
+    upload protocol (a commit coordinator accepts the first attempt to ask), and the other's file goes."""
+    committer = new_job(dest, committers)
+    first = run_task(committer, "task_0", "attempt_0_1", {"a.csv": b"first"}, commit=False)
+    second = run_task(committer, "task_0", "attempt_0_0", {"a.csv": b"second"}, commit=False)
+    committer.commit_task(first)
+    time.sleep(0.01)
+    committer.commit_task(second)
+
+    committer.commit_job()
+
+    (committed,) = mc.committed_files(dest)
+    assert Path(committed.removeprefix("file://")).read_bytes() == b"first"
+    assert len(data_files(dest)) == 1
+
+
 # --- vacuum and the jobs that run or died ---------------------------------------------------------------------------
 
 
