@@ -36,6 +36,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -424,6 +425,8 @@ def parse_options(argv: list[str] | None = None) -> argparse.Namespace:
         help="writers on another simulated host (network namespaces on TEST-NET-1; needs root and iproute2)",
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each store's cases, alternating (medians)")
+    parser.add_argument("--writers-namespace", help=argparse.SUPPRESS)  # set by --other-host for its run
+    parser.add_argument("--server-host", default=LOOPBACK, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     options.stores = [text for text in options.stores.split(",") if text]
     unknown = sorted(set(options.stores) - {"local", *EMULATORS})
@@ -452,19 +455,30 @@ def report(results: list[Result], json_path: str | None, *, argv: list[str], whe
 
 def main(argv: list[str] | None = None) -> None:
     options = parse_options(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if options.other_host:
+        _run_on_simulated_hosts(arguments)
+        return
     when = time.strftime("%Y-%m-%d %H:%M")
     print(f"# {when} on {platform.node()}: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
-    with contextlib.ExitStack() as stack:
-        host, worker_namespace = LOOPBACK, None
-        if options.other_host:
-            from tests.fixtures.network_namespaces import create_hosts, enter_network_namespace
+    if options.writers_namespace:
+        print(f"# writers on another host ({options.writers_namespace}), the marker server at {options.server_host}")
+    results = _run_all(options, options.server_host, options.writers_namespace)
+    report(results, options.json, argv=arguments, when=when)
 
-            hosts = stack.enter_context(create_hosts())
-            enter_network_namespace(hosts.driver.namespace)  # before any thread: this process is the driver host
-            host, worker_namespace = hosts.driver.address or LOOPBACK, hosts.worker.namespace
-            print(f"# writers on {hosts.worker.address}, marker server and emulators on {host}")
-        results = _run_all(options, host, worker_namespace)
-    report(results, options.json, argv=sys.argv if argv is None else argv, when=when)
+
+def _run_on_simulated_hosts(arguments: list[str]) -> None:
+    """``--other-host``: create the hosts, then run this benchmark again inside the driver's namespace (so that
+    nothing of this process, which may be a test's, moves), its writers moved into the worker's."""
+    from tests.fixtures.network_namespaces import create_hosts
+
+    rest = [argument for argument in arguments if argument != "--other-host"]
+    with create_hosts() as hosts:
+        assert hosts.driver.address is not None
+        command = [sys.executable, str(Path(__file__).resolve()), *rest]
+        command += ["--writers-namespace", hosts.worker.namespace, "--server-host", hosts.driver.address]
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
+        subprocess.run(hosts.driver.command(command), check=True, env=environment)
 
 
 def _enter_writer_host(namespace: str | None) -> None:

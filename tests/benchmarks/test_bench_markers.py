@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -164,3 +165,11 @@ def test_writers_on_another_host_reach_the_server_and_medians_are_reported(tmp_p
         "direct, local disk (median of 2)",
         "batched 5 ms, local disk (median of 2)",
     ]
+
+
+def test_the_other_host_run_leaves_the_calling_process_in_its_own_network_namespace(tmp_path: Path) -> None:
+    """A test (or any caller) of ``main`` keeps its network: the benchmark moves a process of its own."""
+    before = os.readlink("/proc/self/ns/net")
+    argv = ["--other-host", "--stores", "local", "--processes", "1", "--threads", "1", "--markers", "1"]
+    bench_markers.main([*argv, "--intervals", "5", "--root", str(tmp_path)])
+    assert os.readlink("/proc/self/ns/net") == before
