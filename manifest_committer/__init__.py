@@ -1,4 +1,4 @@
-"""manifest-committer: Hadoop's manifest committer protocol in Python, on any fsspec filesystem.
+"""manifest-committer: Hadoop's manifest committer protocol in Python, on any fsspec filesystem with a store binding.
 
 Each task attempt writes under its own directory; task commit saves a JSON manifest of its files; job commit
 loads every manifest, checks them all, then creates directories and renames files in parallel, validates and
@@ -29,6 +29,10 @@ from .protocols.registry import PROTOCOLS, Committer, create_committer
 from .protocols.transactional.committer import TransactionalCommitter
 from .protocols.transactional.readers import committed_files, vacuum
 from .protocols.upload.committer import UploadCommitter
+from .store.bindings import StoreBinding
+from .store.generic import fsspec_store_binding
+from .store.operations import StoreCapabilities
+from .store.registry import register_store_binding
 from .success_data import SuccessData
 
 __version__ = "0.1.0"
@@ -53,6 +57,8 @@ __all__ = [
     "OutputConflictError",
     "OutputValidationError",
     "RolledBack",
+    "StoreBinding",
+    "StoreCapabilities",
     "SuccessData",
     "TaskAttempt",
     "TaskManifest",
@@ -62,6 +68,8 @@ __all__ = [
     "__version__",
     "committed_files",
     "create_committer",
+    "fsspec_store_binding",
+    "register_store_binding",
     "rollback",
     "vacuum",
 ]

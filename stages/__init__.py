@@ -1,40 +1,25 @@
-"""The stages of the commit protocols, one module and one class each.
+"""The stages of the commit protocols: one module and one class each, run through one gate.
 
-In protocol order (the stage name in ``_SUCCESS`` and the statistics is Hadoop's):
+A stage is one step of a protocol (its name in ``_SUCCESS`` and the statistics is Hadoop's where Hadoop has it).
+Every store call of a stage goes through the stage base (``base.Stage``), which times it under an ``op_*`` name,
+retries it under the committer's policy and counts it. Each protocol's own stages live in a folder of its own;
+the ones several protocols share are here:
 
-Task side
-    ``setup_task``          SetupTaskStage           create the attempt's working directory
-    ``scan_task_directory`` ScanTaskDirectoryStage   list the attempt's files (or the declared outputs)
-    ``save_task_manifest``  SaveTaskManifestStage    publish the manifest by temp file and rename
-    ``commit_task``         CommitTaskStage          scan, then save
-    ``abort_task``          AbortTaskStage           delete the attempt's working directory
+    ``base``                the stage base (run-once, timing, the gate) and ``StageContext``
+    ``reads``               ``StateReads``: the gate of read-only tools (``status``) and of protocols' descriptions
+    ``journal``             the job commit's write-ahead records: the one place that decides whether a
+                            destination file is this job's (manifest, upload, v1/v2 through theirs)
+    ``cleanup``             delete this job's ``_temporary/<jobId>`` and nothing of another job's
+    ``save_success``        write ``_SUCCESS``: the visible commit point
+    ``save_task_manifest``  publish a task manifest (temp file, then rename or ``put_if_absent``)
+    ``marker_reads``        a job attempt's write markers, read through the gate (transactional, upload)
 
-Job side
-    ``setup_job``           SetupJobStage            create the job attempt's directories
-    ``load_manifests``      LoadManifestsStage       read and check every manifest; nothing changes yet
-    ``create_directories``  CreateDirectoriesStage   make the destination's directories
-    ``rename_files``        RenameFilesStage         move every file into place
-    ``validate_output``     ValidateOutputStage      check what was moved, before ``_SUCCESS``
-    ``save_success``        SaveSuccessStage         write ``_SUCCESS``: the commit point
-    ``cleanup``             CleanupStage             delete this job's ``_temporary/<jobId>``
-    ``commit_job``          CommitJobStage           all of the job side, in that order
-    ``abort_job``           AbortJobStage            undo an interrupted commit, then clean up
+    ``manifest/``           Hadoop's manifest committer (``protocols/manifest``)
+    ``transactional/``      the transactional protocol (``protocols/transactional``)
+    ``upload/``             the S3 upload protocol (``protocols/upload``)
+    ``file_output/``        Hadoop FileOutputCommitter's v1 and v2 (``protocols/file_output``)
 
-The ``v1`` and ``v2`` protocols (Hadoop FileOutputCommitter's algorithms, ``protocols/file_output/committer.py``)
-    ``file_output_setup_job``   FileOutputSetupJobStage   claim ``_temporary/<appAttempt>`` for the job
-    ``file_output_setup_task``  FileOutputSetupTaskStage  create ``_temporary/<appAttempt>/_temporary/<attempt>``
-    ``merge_paths``             MergePathsStage           Hadoop's mergePaths: move a tree, never overwriting
-    ``file_output_commit_task`` FileOutputCommitTaskStage v1: to ``<taskId>``; v2: into the destination
-    ``file_output_abort_task``  FileOutputAbortTaskStage  delete the attempt's directory
-    ``file_output_commit_job``  FileOutputCommitJobStage  v1: merge committed tasks; both: ``_SUCCESS``, cleanup
-    ``file_output_cleanup``     FileOutputCleanupStage    delete ``_temporary/<appAttempt>``, the claim last
-    ``file_output_abort_job``   FileOutputAbortJobStage   delete the temporary state; nothing is reverted
-    (``file_output_base``: their shared layout and claim check.)
-
-Shared: ``base`` (the stage base: run-once, timing, the gate every store call passes through),
-``journal`` (the job commit's write-ahead records: the one place that decides whether a destination file is
-this job's) and ``job_types`` (what one stage hands another). This folder installs as
-``manifest_committer.stages``; it is never a top-level package of its own.
+This folder installs as ``manifest_committer.stages``; it is never a top-level package of its own.
 """
 
 from __future__ import annotations

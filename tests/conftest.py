@@ -2,6 +2,7 @@
 
 pytest_plugins = [
     "tests.fixtures.emulators",
+    "tests.fixtures.faulty_filesystem",
     "tests.fixtures.frameworks",
     "tests.fixtures.hadoop",
     "tests.fixtures.killing",

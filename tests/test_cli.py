@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.cli import format_bytes, format_millis, format_success, main
+from manifest_committer.cli import format_success, main
+from manifest_committer.formatting import format_bytes, format_millis
 from tests.fixtures.stage_context import load_data
 
 

@@ -15,14 +15,20 @@ from typing import Any, Protocol
 from ..config import CommitterConfig
 from ..errors import CommitterError, UnsupportedStoreError
 from ..manifest import TaskManifest
+from ..stages.reads import StateReads
 from ..store import StoreOperations
-from ..store.factory import S3_PROTOCOLS, _protocol_of
+from ..store.registry import store_bindings
 from ..success_data import SuccessData
 from .base import CommitterBase, TaskAttempt
+from .file_output import operations as file_output_operations
 from .file_output.committer import FileOutputCommitterV1, FileOutputCommitterV2
+from .job_state import JobOperations
+from .manifest import operations as manifest_operations
 from .manifest.committer import ManifestCommitter
 from .names import AUTO, ProtocolName
+from .transactional import operations as transactional_operations
 from .transactional.committer import TransactionalCommitter
+from .upload import operations as upload_operations
 from .upload.committer import UploadCommitter
 
 log = logging.getLogger(__name__)
@@ -43,6 +49,29 @@ COMMITTERS: Mapping[ProtocolName, type[CommitterBase[Any, Any]]] = types.Mapping
 
 PROTOCOLS: tuple[ProtocolName, ...] = tuple(ProtocolName)
 """Every protocol name of the contract; ``auto`` picks one of them by store."""
+
+OPERATIONS: tuple[JobOperations, ...] = (
+    upload_operations.OPERATIONS,
+    transactional_operations.OPERATIONS,
+    file_output_operations.OPERATIONS,
+    manifest_operations.OPERATIONS,
+)
+"""What the tools (status, commit, abort) need of each protocol, in the order a job attempt's state is recognised:
+the signs of the other protocols first, the default protocol (``manifest``) last."""
+
+
+def operations_of(protocol: ProtocolName) -> JobOperations:
+    """The ``JobOperations`` serving ``protocol``."""
+    return next(operations for operations in OPERATIONS if protocol in operations.protocols)
+
+
+def recognise(reads: StateReads) -> ProtocolName:
+    """The protocol of the job attempt at ``reads.paths`` (``_temporary/<jobId>/<NN>``), from its own state."""
+    for operations in OPERATIONS:
+        protocol = operations.recognises(reads)
+        if protocol is not None:
+            return protocol
+    return ProtocolName.MANIFEST
 
 
 class Committer(Protocol):
@@ -90,12 +119,21 @@ def hosts_marker_server(protocol: str) -> bool:
 
 
 def resolve_protocol(destination: str, protocol: str = AUTO) -> ProtocolName:
-    """The protocol ``create_committer`` would use: ``auto`` is ``upload`` on S3 and ``manifest`` elsewhere.
+    """The protocol ``create_committer`` would use: ``auto`` is ``upload`` on a store that offers pending uploads
+    and no safe rename (S3), and ``manifest`` elsewhere (which refuses, naming what is missing, a store it cannot
+    serve).
 
     ``CommitterError`` naming the protocol for a name that is not one of ``PROTOCOLS`` (or ``auto``).
     """
     if protocol == AUTO:
-        return ProtocolName.UPLOAD if _protocol_of(destination) in S3_PROTOCOLS else ProtocolName.MANIFEST
+        binding = store_bindings().find(destination)
+        uploads_only = (
+            binding is not None
+            and binding.capabilities is not None
+            and binding.capabilities.pending_uploads
+            and not binding.renames_safely
+        )
+        return ProtocolName.UPLOAD if uploads_only else ProtocolName.MANIFEST
     if protocol not in PROTOCOLS:
         raise CommitterError(
             f"unknown commit protocol {protocol!r} for {destination}: use one of {AUTO}, {', '.join(PROTOCOLS)}"

@@ -42,6 +42,7 @@ from fsspec.asyn import sync
 
 from ..errors import ConfigError, SourceChangedError
 from ..urls import decode_path, encode_path, split_url
+from .bindings import StoreBinding, cloud_filesystems, scheme_of
 from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore, renames_on_loop
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
@@ -520,3 +521,23 @@ class AzureBlobStore(FsspecStore):
                 f"{self.to_url(source)}: the blob changed after it was copied to {self.to_url(dest)}; both were "
                 "kept, since something outside the job still writes it"
             ) from error
+
+
+def open_azure_store(url: str, storage_options: dict[str, Any]) -> tuple[AzureBlobStore, str]:
+    """The Azure store and the ``container/path`` of an ``abfs[s]://`` or ``az://`` URL, through adlfs."""
+    try:
+        fs, data_fs, path = cloud_filesystems(url, storage_options)
+    except ValueError as error:  # adlfs: no account or credentials to build a client with
+        raise missing_credentials_error(url, error) from error
+    return AzureBlobStore(without_client_retries(fs), scheme_of(url), data_fs, destination=url), path
+
+
+AZURE_BINDING = StoreBinding(
+    name="azure",
+    schemes=("abfs", "abfss", "az"),
+    opener=open_azure_store,
+    capabilities=AzureBlobStore.capabilities,
+    backend_module="adlfs",
+    backend_requirement="manifest-committer[azure]",
+)
+"""Azure Blob Storage (flat namespace) through adlfs."""

@@ -35,6 +35,7 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # before gc
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
+from .bindings import StoreBinding, cloud_filesystems, scheme_of
 from .operations import AUTH_STATUS_CODES, COPY_THEN_DELETE_OBJECT_STORE, FileStatus, FsspecStore, renames_on_loop
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, class_names, is_transient_generic, status_code
 
@@ -238,3 +239,20 @@ class GCSStore(FsspecStore):
             await self.fs._call("DELETE", "b/{}/o/{}", bucket, key, generation=generation)
         except FileNotFoundError:
             log.debug("Rename source %s/%s was already deleted", bucket, key)
+
+
+def open_gcs_store(url: str, storage_options: dict[str, Any]) -> tuple[GCSStore, str]:
+    """The GCS store and the ``bucket/path`` of a ``gs://`` or ``gcs://`` URL, through gcsfs."""
+    fs, data_fs, path = cloud_filesystems(url, storage_options)
+    return GCSStore(without_client_retries(fs), scheme_of(url), data_fs), path
+
+
+GCS_BINDING = StoreBinding(
+    name="gcs",
+    schemes=("gs", "gcs"),
+    opener=open_gcs_store,
+    capabilities=GCSStore.capabilities,
+    backend_module="gcsfs",
+    backend_requirement="manifest-committer[gcs]",
+)
+"""Google Cloud Storage (flat buckets) through gcsfs."""

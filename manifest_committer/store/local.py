@@ -11,7 +11,10 @@ import stat
 import tempfile
 from typing import Any
 
+import fsspec
+
 from ..urls import decode_path, encode_path, split_url
+from .bindings import StoreBinding
 from .operations import FileStatus, FsspecStore, LinkInPathError, StoreCapabilities
 
 _AT_FDCWD = -100
@@ -91,6 +94,8 @@ class LocalStore(FsspecStore):
         microsecond_calls=True,
         hidden_checksum_files=True,
         directory_rename=True,
+        rename_never_overwrites=True,
+        rename_outcome_known=True,
         appendable=True,
         symbolic_links=True,
     )
@@ -287,3 +292,18 @@ class LocalStore(FsspecStore):
     def copy_file(self, source: str, dest: str) -> None:
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copyfile(source, dest)
+
+
+def open_local_store(url: str, storage_options: dict[str, Any]) -> tuple[LocalStore, str]:
+    """The local store and the absolute path of a plain path or ``file://``/``local://`` URL."""
+    _, path = fsspec.core.url_to_fs(url, **storage_options)  # fsspec's rules: relative paths, file:/x, local://
+    return LocalStore(fsspec.filesystem("file", auto_mkdir=True)), path.rstrip("/") or "/"
+
+
+LOCAL_BINDING = StoreBinding(
+    name="local",
+    schemes=("file", "local"),
+    opener=open_local_store,
+    capabilities=LocalStore.capabilities,
+)
+"""Local disk: plain paths, ``file://`` and ``local://``."""

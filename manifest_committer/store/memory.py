@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import fsspec
+
+from .bindings import StoreBinding
 from .operations import FsspecStore, StoreCapabilities
 
 
@@ -11,7 +14,12 @@ class MemoryStore(FsspecStore):
     """In-memory store; renames are exact because every rename holds one lock."""
 
     capabilities = StoreCapabilities(
-        atomic_rename=True, etags_preserved_in_rename=False, real_directories=True, microsecond_calls=True
+        atomic_rename=True,
+        etags_preserved_in_rename=False,
+        real_directories=True,
+        microsecond_calls=True,
+        rename_never_overwrites=True,
+        rename_outcome_known=True,
     )
 
     def __init__(self, fs: Any) -> None:
@@ -20,3 +28,18 @@ class MemoryStore(FsspecStore):
     def from_url(self, url: str) -> str:
         path = super().from_url(url)
         return path if path.startswith("/") else "/" + path
+
+
+def open_memory_store(url: str, storage_options: dict[str, Any]) -> tuple[MemoryStore, str]:
+    """fsspec's in-memory filesystem of this process, and the path of a ``memory://`` URL."""
+    fs, path = fsspec.core.url_to_fs(url, **storage_options)
+    return MemoryStore(fs), path.rstrip("/") or "/"
+
+
+MEMORY_BINDING = StoreBinding(
+    name="memory",
+    schemes=("memory",),
+    opener=open_memory_store,
+    capabilities=MemoryStore.capabilities,
+)
+"""fsspec's ``memory://``, which only this process can reach."""

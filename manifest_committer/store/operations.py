@@ -55,7 +55,11 @@ class FileStatus:
 
 @dataclass(frozen=True, slots=True)
 class StoreCapabilities:
-    """What a store guarantees, so stages can choose behaviour without looking at schemes."""
+    """What a store guarantees, so stages can choose behaviour without looking at schemes.
+
+    A store binding (``store/bindings.py``) declares them for its store. The rename-based protocols need the two
+    ``rename_*`` guarantees; the ``upload`` protocol needs ``pending_uploads``; the others tune behaviour.
+    """
 
     atomic_rename: bool
     """``rename_file`` is one atomic operation: no state where both or neither path holds the file."""
@@ -78,6 +82,17 @@ class StoreCapabilities:
     concurrent_calls: bool = False
     """``rename_files`` puts a batch's calls in flight together from one thread (an async client on fsspec's event
     loop): one thread wake-up per batch instead of per call, the CPU a call costs at hundreds of threads."""
+    rename_never_overwrites: bool = False
+    """``rename_file`` never replaces anything at the destination, even while another process or host writes
+    there: the store itself enforces the condition (a no-replace rename, a conditional copy), or no other process
+    can reach the store (memory). A check then a move is not enough across processes."""
+    rename_outcome_known: bool = False
+    """``rename_file`` says whether it happened: it returns only once the file moved, and after an error either
+    nothing moved, or the file moved whole (the source gone), or a second call finishes the move, so a retry
+    never loses or doubles a file."""
+    pending_uploads: bool = False
+    """The store offers the ``upload`` protocol's calls (``store.s3.UploadStore``): uploads that stay invisible
+    until completed, and completions that never replace an object (S3's conditional writes)."""
     appendable: bool = False
     """``append_bytes`` adds to the end of a file in place, durably (POSIX ``O_APPEND`` and ``fsync``): a file that
     grows batch by batch costs each batch only its own bytes. Object stores replace objects whole."""
@@ -92,9 +107,12 @@ COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
     real_directories=False,
     checksums_preserved_in_rename=True,
     concurrent_calls=True,
+    rename_never_overwrites=True,
+    rename_outcome_known=True,
 )
-"""A flat object store whose rename is a server-side copy, then a delete, keeping the content checksum, through
-an async client (Azure Blob Storage, GCS)."""
+"""A flat object store whose rename is a server-side copy conditional on an empty destination, then a delete,
+keeping the content checksum, through an async client (Azure Blob Storage, GCS); an interrupted rename is
+finished by the next call."""
 
 
 class StoreOperations(Protocol):

@@ -32,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UnsupportedStoreError, UploadOutcomeUnknownError
 from ..urls import decode_path, split_url
+from .bindings import StoreBinding, cloud_filesystems
 from .operations import AUTH_STATUS_CODES, FsspecStore, StoreCapabilities
 from .pending_upload import TOKEN_METADATA_KEY, PendingUpload
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, is_transient_generic
@@ -82,8 +83,10 @@ _AUTH_ERROR_CODES = frozenset(
     {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "AllAccessDisabled"}
 )
 
-S3_CAPABILITIES = StoreCapabilities(atomic_rename=False, etags_preserved_in_rename=False, real_directories=False)
-"""No rename at all: the ``upload`` protocol never renames (``rename_file`` is refused)."""
+S3_CAPABILITIES = StoreCapabilities(
+    atomic_rename=False, etags_preserved_in_rename=False, real_directories=False, pending_uploads=True
+)
+"""No rename at all (``rename_file`` is refused); the ``upload`` protocol's calls instead."""
 
 
 def client_error_details(error: BaseException) -> tuple[str | None, int | None] | None:
@@ -418,14 +421,39 @@ class S3Store(FsspecStore):
 
 
 def open_s3_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[S3Store, str]:
-    """The S3 store and the path for an ``s3://`` or ``s3a://`` URL, for the ``upload`` protocol.
+    """The S3 store and the ``bucket/path`` of an ``s3://`` or ``s3a://`` URL, for the ``upload`` protocol.
 
-    ``factory.open_store`` refuses S3 (the manifest protocol needs a rename); this is the upload protocol's door.
+    ``factory.open_store`` refuses S3 (the manifest protocol needs a rename); ``S3_BINDING`` opens it for the
+    upload protocol and the tools.
     """
-    from .factory import _cloud_filesystems as cloud_filesystems
-
     scheme = split_url(url)[0]
     if scheme not in S3_SCHEMES:
         raise ValueError(f"{url} is not an s3:// URL")
     fs, data_fs, path = cloud_filesystems(url, dict(storage_options or {}))
     return S3Store(without_client_retries(fs), scheme, data_fs), path
+
+
+S3_REFUSAL = (
+    "S3 has no rename: s3fs moves a file by copy then delete, and overwrites whatever is at the destination, "
+    "so the rename-based protocols (manifest, v1, v2) and the transactional protocol cannot commit there safely. "
+    "Use the `upload` protocol (protocol='upload', or 'auto' on s3:// and s3a://): tasks write multipart uploads "
+    "to the final keys, and job commit completes them with conditional writes, never overwriting and never copying"
+)
+
+S3_BINDING = StoreBinding(
+    name="s3",
+    schemes=S3_SCHEMES,
+    opener=open_s3_store,
+    capabilities=S3_CAPABILITIES,
+    backend_module="s3fs",
+    backend_requirement="manifest-committer[s3]",
+    refusal=S3_REFUSAL,
+)
+"""Amazon S3 through s3fs: the ``upload`` protocol (and the tools) open it; the rename-based protocols refuse it."""
+
+S3N_BINDING = StoreBinding(
+    name="s3n",
+    schemes=("s3n",),
+    refusal=f"s3n:// is Hadoop's old S3 connector, which Hadoop 3 removed: write to s3:// or s3a://. {S3_REFUSAL}",
+)
+"""Refused: no fsspec backend serves ``s3n://``."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from ...errors import JobStateError
-from ...paths import FileOutputPaths
+from ...protocols.file_output.layout import FileOutputPaths, LayoutHolder
 from ..base import Stage
 
 ArgT = TypeVar("ArgT")
@@ -23,7 +23,7 @@ class FileOutputStage(Stage[ArgT, ResultT]):
     def job_holding_the_layout(self) -> str | None:
         """The job id in ``_temporary/<appAttempt>/_JOB``, or ``None`` when no job holds it."""
         data = self.read_bytes_if_present(self.layout.owner_path)  # one call: _JOB may go between two
-        return None if data is None else data.decode("utf-8", errors="replace").strip()
+        return None if data is None else LayoutHolder.from_bytes(data).job_id
 
     def check_job_holds_the_layout(self, doing: str) -> None:
         """``JobStateError`` naming the directory unless this job set it up and it is still there."""

@@ -34,7 +34,8 @@ from typing import Any
 from ..._json import dump_json, load_json_document
 from ...admission import destination_relative_problem
 from ...errors import ManifestError
-from ...paths import FileOutputPaths, check_id
+from ...paths import check_id
+from ...protocols.file_output.layout import FileOutputPaths
 from ...success_data import SuccessData
 from ..base import Stage
 from ..journal import this_jobs_summary

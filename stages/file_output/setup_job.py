@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import JobStateError, OutputConflictError
+from ...protocols.file_output.layout import LayoutHolder
+from ...protocols.names import ProtocolName
 from ...statistic_names import JOB_STAGE_SETUP
 from .base import FileOutputStage
 
@@ -13,6 +15,8 @@ from .base import FileOutputStage
 class FileOutputSetupJobArguments:
     delete_success_marker: bool
     """Remove an older ``_SUCCESS`` so it cannot be mistaken for this job's, as the manifest protocol does."""
+    protocol: ProtocolName
+    """``v1`` or ``v2``: recorded in ``_JOB`` beside the job id, for ``status`` and the on-call commands."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +25,7 @@ class FileOutputSetupJobResult:
 
 
 class FileOutputSetupJobStage(FileOutputStage[FileOutputSetupJobArguments, FileOutputSetupJobResult]):
-    """Create ``_temporary/<appAttempt>/_temporary`` and record this job as its holder in ``_JOB``.
+    """Create ``_temporary/<appAttempt>/_temporary`` and record this job (and its protocol) as its holder in ``_JOB``.
 
     Hadoop shares that directory between every job into the destination: a second job's commit merges the
     first one's committed tasks and its cleanup deletes them. Here a second job's setup is refused instead
@@ -52,7 +56,7 @@ class FileOutputSetupJobStage(FileOutputStage[FileOutputSetupJobArguments, FileO
                 f"{self.paths.job_id} cannot be set up there (delete it if no job is writing to the destination)"
             )
         self.mkdirs(layout.task_attempts_dir)
-        self.write_bytes(layout.owner_path, self.paths.job_id.encode())
+        self.write_bytes(layout.owner_path, LayoutHolder(self.paths.job_id, arguments.protocol).to_bytes())
         if arguments.delete_success_marker:
             self.delete_file(layout.success_path)
         return FileOutputSetupJobResult(layout.job_attempt_dir)

@@ -49,22 +49,22 @@ def test_a_jobs_marker_state_and_commit_record_match_their_schemas(tmp_path: Pat
         committer.commit_job()
     record = orjson.loads(Path(dest, f"_committed_{transaction_id('job-1')}").read_bytes())
 
-    assert errors("marker-server.schema.json", server) == []
-    assert errors("marker-lease.schema.json", lease) == []
-    assert errors("commit-record.schema.json", record) == []
+    assert errors("marker-server-state.schema.json", server) == []
+    assert errors("heartbeat.schema.json", lease) == []
+    assert errors("committed-record.schema.json", record) == []
     assert lease["expirySeconds"] == 120.0 and "token" not in server and "secret" not in server
 
 
 @pytest.mark.parametrize(
     ("name", "document"),
     [
-        ("marker-server.schema.json", {"host": "a b", "port": 1, "jobId": "j", "markersDir": "m"}),
-        ("marker-server.schema.json", {"host": "h", "port": 70000, "jobId": "j", "markersDir": "m"}),
-        ("marker-server.schema.json", {"host": "h", "port": 1, "jobId": "j", "markersDir": "m", "token": "t"}),
-        ("marker-lease.schema.json", {"jobId": "j", "timestampMs": 1, "expirySeconds": 0}),
-        ("commit-record.schema.json", {"added": ["../outside.csv"]}),
-        ("commit-record.schema.json", {"added": ["/abs.csv"]}),
-        ("commit-record.schema.json", {"added": ["a//b.csv"]}),
+        ("marker-server-state.schema.json", {"host": "a b", "port": 1, "jobId": "j", "markersDir": "m"}),
+        ("marker-server-state.schema.json", {"host": "h", "port": 70000, "jobId": "j", "markersDir": "m"}),
+        ("marker-server-state.schema.json", {"host": "h", "port": 1, "jobId": "j", "markersDir": "m", "token": "t"}),
+        ("heartbeat.schema.json", {"jobId": "j", "timestampMs": 1, "expirySeconds": 0}),
+        ("committed-record.schema.json", {"added": ["../outside.csv"]}),
+        ("committed-record.schema.json", {"added": ["/abs.csv"]}),
+        ("committed-record.schema.json", {"added": ["a//b.csv"]}),
         ("upload-started.schema.json", {"type": "manifest-committer/upload-started/1", "jobId": "j"}),
     ],
 )
@@ -86,3 +86,30 @@ def test_a_started_records_name_gives_back_its_upload_id_or_its_document_does(up
     assert started_record_id(document, "test", "job-1") == upload_id
     with pytest.raises(mc.ManifestError, match="field 'jobId'"):
         started_record_id(document, "test", "job-2")
+
+
+def test_the_marker_servers_answers_match_their_schemas(tmp_path: Path) -> None:
+    from manifest_committer.markers import MarkerPaths, MarkerServer
+    from manifest_committer.markers.client import request_json
+    from manifest_committer.markers.server import ALL_PATH, CREATE_PATH, PING_PATH
+    from manifest_committer.paths import JobPaths
+    from manifest_committer.retry import RetryPolicy
+    from manifest_committer.store import open_store
+
+    store, root = open_store(str(tmp_path / "out"))
+    retry = RetryPolicy(attempts=2, initial_wait=0.001, is_retryable=store.is_transient)
+    with MarkerServer(store, MarkerPaths(JobPaths(root, "job-1", 0)), retry, batch_interval_ms=5) as server:
+        assert server.state is not None
+        request = {"marker": "dt=1/a.csv.marker.CREATE"}
+        created = request_json(server.state, "POST", CREATE_PATH, request, timeout=5, secret=server.secret)
+        refused = request_json(server.state, "POST", CREATE_PATH, {"marker": "../x"}, timeout=5, secret=server.secret)
+        unauthenticated = request_json(server.state, "POST", CREATE_PATH, request, timeout=5)
+        ping = request_json(server.state, "GET", PING_PATH, timeout=5, secret=server.secret)
+        listed = request_json(server.state, "GET", ALL_PATH, timeout=5, secret=server.secret)
+
+    assert errors("marker-create-request.schema.json", request) == []
+    assert created[0] == 200 and errors("marker-create-answer.schema.json", created[1]) == []
+    assert refused[0] == 400 and errors("marker-error-answer.schema.json", refused[1]) == []
+    assert unauthenticated[0] == 401 and errors("marker-error-answer.schema.json", unauthenticated[1]) == []
+    assert ping[0] == 200 and errors("marker-ping-answer.schema.json", ping[1]) == []
+    assert listed[0] == 200 and errors("marker-list-answer.schema.json", listed[1]) == []

@@ -47,10 +47,14 @@ def test_a_missing_extra_says_what_to_install(
 
 
 def test_a_known_fsspec_filesystem_without_a_binding_is_refused_before_it_is_built() -> None:
-    """sftp's backend (paramiko) need not be installed: the refusal comes first and lists what works."""
+    """sftp's backend (paramiko) need not be installed: the refusal comes first, says how to bind the store and
+    lists what works."""
     with pytest.raises(mc.UnsupportedStoreError, match=r"sftp://h/out: no store binding for the sftp://") as raised:
         open_store("sftp://h/out")
-    assert "Supported: local paths" in str(raised.value)
+    message = str(raised.value)
+    assert "Registered: local (file://, local://, plain paths)" in message
+    assert "register_store_binding" in message
+    assert "manifest_committer.stores" in message
 
 
 def test_local_and_memory_urls_still_open(tmp_path: object) -> None:

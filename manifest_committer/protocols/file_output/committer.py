@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar, Literal
 
-from ...paths import FileOutputPaths
 from ...stages.file_output.abort_job import (
     FileOutputAbortJobArguments,
     FileOutputAbortJobResult,
@@ -47,6 +46,7 @@ from ...stages.file_output.setup_job import FileOutputSetupJobArguments, FileOut
 from ...stages.file_output.setup_task import FileOutputSetupTaskArguments, FileOutputSetupTaskStage
 from ..base import CommitterBase, TaskAttempt
 from ..names import ProtocolName
+from .layout import FileOutputPaths, LayoutHolder
 
 
 class FileOutputCommitter(CommitterBase[FileOutputCommitJobResult, FileOutputAbortJobResult]):
@@ -70,10 +70,10 @@ class FileOutputCommitter(CommitterBase[FileOutputCommitJobResult, FileOutputAbo
     def job_is_live(self) -> bool:
         """``_JOB`` names this job from setup until the end of commit or abort."""
         try:
-            holder = self._store.read_bytes(self.layout.owner_path)
+            holder = LayoutHolder.from_bytes(self._store.read_bytes(self.layout.owner_path))
         except FileNotFoundError:
             return False
-        return holder.decode("utf-8", errors="replace").strip() == self.job_id
+        return holder.job_id == self.job_id
 
     def job_state_directories(self) -> list[str]:
         layout = self.layout
@@ -81,7 +81,7 @@ class FileOutputCommitter(CommitterBase[FileOutputCommitJobResult, FileOutputAbo
 
     def _setup_job_arguments(self) -> FileOutputSetupJobArguments:
         """Claim ``_temporary/<appAttempt>`` for this job; remove an older ``_SUCCESS`` if the marker is on."""
-        return FileOutputSetupJobArguments(self.config.mark_successful_jobs)
+        return FileOutputSetupJobArguments(self.config.mark_successful_jobs, self.protocol)
 
     def _setup_task_arguments(self, task: TaskAttempt) -> FileOutputSetupTaskArguments:
         return FileOutputSetupTaskArguments(task.task_id, task.attempt_id)

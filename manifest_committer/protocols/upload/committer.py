@@ -26,9 +26,9 @@ from ...stages.upload.commit_job import UploadCommitJobArguments, UploadCommitJo
 from ...stages.upload.commit_task import UploadCommitTaskArguments, UploadCommitTaskStage
 from ...stages.upload.setup_job import UploadSetupJobArguments, UploadSetupJobStage
 from ...store import StoreOperations
-from ...store.factory import S3_PROTOCOLS, _protocol_of
 from ...store.pending_upload import PendingUpload
-from ...store.s3 import UploadStore, open_s3_store
+from ...store.registry import store_bindings
+from ...store.s3 import UploadStore
 from ..base import TaskAttempt
 from ..marker_protocol import MarkerProtocolCommitter
 from ..names import ProtocolName
@@ -54,12 +54,15 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
 
     @classmethod
     def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
-        if _protocol_of(destination) not in S3_PROTOCOLS:
+        """A store whose binding declares ``pending_uploads`` (S3), refused otherwise before it is opened."""
+        binding = store_bindings().binding_for(destination)
+        if binding.opener is not None and (binding.capabilities is None or not binding.capabilities.pending_uploads):
             raise UnsupportedStoreError(
-                f"{destination}: the upload protocol needs S3 (s3:// or s3a://): it publishes files by completing "
-                "S3 multipart uploads; use protocol 'manifest' (or 'auto') on other stores"
+                f"{destination}: the upload protocol needs S3 (s3:// or s3a://), or a store whose binding declares "
+                f"pending_uploads, and the {binding.name} store has none: it publishes files by completing S3 "
+                "multipart uploads; use protocol 'manifest' (or 'auto') on other stores"
             )
-        return open_s3_store(destination, storage_options)
+        return binding.open(destination, storage_options)
 
     def job_is_live(self) -> bool:
         """Set up (its ``protocol`` sign in place) and not yet committed."""

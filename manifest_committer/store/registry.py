@@ -1,0 +1,244 @@
+"""The store bindings of this process: the built-in ones, the installed entry points, and those registered at run time.
+
+Bindings come from the entry point group ``manifest_committer.stores`` (each entry point names a ``StoreBinding``
+or a function of no arguments returning one; the built-in stores are declared there too, in pyproject.toml) and
+from ``register_store_binding`` calls. The built-ins are also loaded from ``BUILT_IN_STORES``, this package's
+own copy of its entry points, so that a copy of the package on ``sys.path`` without installed metadata (the
+source shipped to a Spark executor) still serves them; an installed entry point with the same value is the same
+binding.
+
+A scheme has one binding. A second binding for a served scheme is refused naming both, unless registered at run
+time with ``replace=True``; two entry points claiming one scheme (or one claiming a built-in's) leave it
+refused, naming both, until a run-time registration chooses. A broken entry point is logged and named in
+refusals, and stops no other store.
+
+The registry is process-wide, as entry points and fsspec's own registry are: one ``StoreBindings`` object
+(``store_bindings()``) holds that state, and nothing else in this module changes. It loads the entry points
+once, at the first lookup or registration, and every read and change holds its lock. A binding
+registered at run time serves the process that registered it: the processes that run task commits (executors,
+workers) need the same registration, or an entry point.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+
+import fsspec
+
+from ..errors import ConfigError, UnsupportedStoreError
+from .bindings import WHAT_A_BINDING_PROVIDES, StoreBinding, scheme_of
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "manifest_committer.stores"
+
+BUILT_IN_STORES: tuple[EntryPoint, ...] = tuple(
+    EntryPoint(name, value, ENTRY_POINT_GROUP)
+    for name, value in (
+        ("local", "manifest_committer.store.local:LOCAL_BINDING"),
+        ("memory", "manifest_committer.store.memory:MEMORY_BINDING"),
+        ("azure", "manifest_committer.store.azure:AZURE_BINDING"),
+        ("gcs", "manifest_committer.store.gcs:GCS_BINDING"),
+        ("s3", "manifest_committer.store.s3:S3_BINDING"),
+        ("s3n", "manifest_committer.store.s3:S3N_BINDING"),
+        ("hdfs", "manifest_committer.store.hdfs:HDFS_BINDING"),
+    )
+)
+"""The built-in stores, exactly as pyproject.toml declares them in the entry point group (a test holds the two
+equal)."""
+
+RUN_TIME = "registered at run time"
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """A binding serving a scheme, and where it came from (for messages)."""
+
+    binding: StoreBinding
+    origin: str
+
+    def describe(self) -> str:
+        return f"{self.binding.name!r} ({self.origin})"
+
+
+def installed_entry_points() -> Iterable[EntryPoint]:
+    """The entry points of the group in every installed distribution."""
+    return entry_points(group=ENTRY_POINT_GROUP)
+
+
+def _origin_of(entry_point: EntryPoint) -> str:
+    distribution = getattr(entry_point, "dist", None)
+    installed_by = f" of {distribution.name} {distribution.version}" if distribution is not None else ""
+    return f"entry point {entry_point.name} = {entry_point.value}{installed_by}"
+
+
+class StoreBindings:
+    """The bindings of a process (``store_bindings()``), or of a test that builds its own.
+
+    ``built_ins`` and ``discover`` (the installed entry points) are read once, at the first lookup or
+    registration.
+    """
+
+    def __init__(
+        self,
+        built_ins: Iterable[EntryPoint] = BUILT_IN_STORES,
+        discover: Callable[[], Iterable[EntryPoint]] = installed_entry_points,
+    ) -> None:
+        self._built_ins = tuple(built_ins)
+        self._discover = discover
+        self._lock = threading.RLock()
+        """Reentrant: a module loaded as an entry point may register a binding while it is imported."""
+        self._loaded = False
+        self._claims: dict[str, _Claim] = {}
+        self._contested: dict[str, tuple[str, ...]] = {}
+        """Schemes that entry points claim twice: refused, naming the claimants, until a run-time registration."""
+        self._failures: list[str] = []
+
+    # --- changes ------------------------------------------------------------------------------------------------
+
+    def register(self, binding: StoreBinding, *, replace: bool = False) -> None:
+        """Serve ``binding``'s schemes with it, in this process.
+
+        ``ConfigError`` naming both bindings if another serves one of them, unless ``replace``: then ``binding``
+        takes those schemes (the other keeps the rest of its own). Registering an equal binding again changes
+        nothing.
+        """
+        if not isinstance(binding, StoreBinding):
+            raise ConfigError(f"register_store_binding: {binding!r} is not a StoreBinding")
+        with self._lock:
+            self._load()
+            self._claim(_Claim(binding, RUN_TIME), replace=replace, strict=True)
+
+    def _claim(self, claim: _Claim, *, replace: bool, strict: bool) -> None:
+        binding = claim.binding
+        taken = {
+            scheme: other
+            for scheme in binding.schemes
+            if (other := self._claims.get(scheme)) is not None and other.binding != binding
+        }
+        contested = [scheme for scheme in binding.schemes if scheme in self._contested]
+        if (taken or contested) and not replace:
+            held = [f"{scheme}:// by {other.describe()}" for scheme, other in taken.items()]
+            held += [f"{scheme}:// by {' and '.join(self._contested[scheme])}" for scheme in contested]
+            if strict:
+                raise ConfigError(
+                    f"store binding {claim.describe()} claims schemes already served: {'; '.join(held)}. "
+                    "Pass replace=True to register_store_binding to serve them with this binding instead"
+                )
+            log.warning("Store binding %s claims schemes already served (%s): refused", claim.describe(), held)
+            for scheme, other in taken.items():
+                self._contested[scheme] = (other.describe(), claim.describe())
+                del self._claims[scheme]
+            for scheme in contested:
+                self._contested[scheme] = (*self._contested[scheme], claim.describe())
+        for scheme in binding.schemes:
+            if replace or (scheme not in taken and scheme not in contested):
+                self._claims[scheme] = claim
+                self._contested.pop(scheme, None)
+
+    def _load(self) -> None:
+        """The built-ins, then the installed entry points, once (under the lock)."""
+        if self._loaded:
+            return
+        self._loaded = True  # first: a module that registers itself while it is loaded finds the registry open
+        built_in_values = {entry_point.value for entry_point in self._built_ins}
+        for entry_point in self._built_ins:
+            self._load_entry_point(entry_point, f"built in, {entry_point.value}")
+        try:
+            discovered = sorted(self._discover(), key=lambda entry_point: (entry_point.name, entry_point.value))
+        except Exception as error:  # unreadable metadata of some distribution: the built-ins still serve
+            log.warning("Cannot read the entry points of %s: %s", ENTRY_POINT_GROUP, error)
+            self._failures.append(f"the entry points of {ENTRY_POINT_GROUP} ({type(error).__name__}: {error})")
+            return
+        for entry_point in discovered:
+            if entry_point.value not in built_in_values:  # the built-ins as the installed metadata lists them
+                self._load_entry_point(entry_point, _origin_of(entry_point))
+
+    def _load_entry_point(self, entry_point: EntryPoint, origin: str) -> None:
+        try:
+            loaded = entry_point.load()
+            binding = loaded if isinstance(loaded, StoreBinding) or not callable(loaded) else loaded()
+            if not isinstance(binding, StoreBinding):
+                raise TypeError(f"it gives a {type(binding).__name__}, not a StoreBinding")
+        except Exception as error:
+            log.warning("Store binding of %s failed to load: %s: %s", origin, type(error).__name__, error)
+            self._failures.append(f"{origin} ({type(error).__name__}: {error})")
+            return
+        self._claim(_Claim(binding, origin), replace=False, strict=False)
+
+    # --- lookups ------------------------------------------------------------------------------------------------
+
+    def find(self, url: str) -> StoreBinding | None:
+        """The binding serving ``url``'s scheme, or ``None`` (no binding, or a contested scheme)."""
+        with self._lock:
+            self._load()
+            claim = self._claims.get(scheme_of(url))
+        return None if claim is None else claim.binding
+
+    def binding_for(self, url: str) -> StoreBinding:
+        """The binding serving ``url``'s scheme; ``UnsupportedStoreError`` saying what a binding must provide,
+        how to register one and which schemes are served, before anything is imported or connected."""
+        scheme = scheme_of(url)
+        with self._lock:
+            self._load()
+            claim = self._claims.get(scheme)
+            contested = self._contested.get(scheme)
+            if claim is not None:
+                return claim.binding
+            served = self._describe_served()
+            failures = list(self._failures)
+        if contested is not None:
+            raise UnsupportedStoreError(
+                f"{url}: more than one store binding claims {scheme}://: {' and '.join(contested)}. Choose one with "
+                "manifest_committer.register_store_binding(binding, replace=True), or uninstall the other"
+            )
+        # fsspec's registry is only asked for the wording: a filesystem it knows still needs a binding.
+        known = scheme in fsspec.available_protocols()
+        head = f"no store binding for the {scheme}:// filesystem" if known else f"unknown scheme {scheme}://"
+        message = f"{url}: {head}. {WHAT_A_BINDING_PROVIDES}. Registered: {served}"
+        if failures:
+            message += f". Store bindings that failed to load: {'; '.join(failures)}"
+        raise UnsupportedStoreError(message)
+
+    def bindings(self) -> list[StoreBinding]:
+        """Every binding serving a scheme, each once, in the order they were loaded or registered."""
+        with self._lock:
+            self._load()
+            found: dict[int, StoreBinding] = {}
+            for claim in self._claims.values():
+                found.setdefault(id(claim.binding), claim.binding)
+            return list(found.values())
+
+    @property
+    def failures(self) -> list[str]:
+        """The entry points that failed to load, each with its error."""
+        with self._lock:
+            self._load()
+            return list(self._failures)
+
+    def _describe_served(self) -> str:
+        openable = [binding for binding in self.bindings() if binding.opener is not None]
+        return ", ".join(binding.describe() for binding in openable) or "none"
+
+
+_PROCESS_BINDINGS = StoreBindings()
+"""The process's bindings; see the module's docstring. Empty until first used."""
+
+
+def store_bindings() -> StoreBindings:
+    """The store bindings of this process."""
+    return _PROCESS_BINDINGS
+
+
+def register_store_binding(binding: StoreBinding, *, replace: bool = False) -> None:
+    """Serve ``binding``'s URL schemes with it in this process (``StoreBindings.register``).
+
+    ``ConfigError`` naming both bindings if another already serves one of its schemes, unless ``replace``.
+    Register it in every process that commits (executors and workers too), for example when the module that
+    defines the filesystem is imported, or declare it as an entry point of the group ``manifest_committer.stores``.
+    """
+    store_bindings().register(binding, replace=replace)
