@@ -13,6 +13,13 @@ the last one's end), p50 and p99 of the per-call latency, the store calls made (
 and the 1-minute load average at the case's end; then, per store, batched / direct ratios. Every marker is read
 back from the store's files after its case (``read_markers``), or the benchmark fails.
 
+``--other-host`` runs the writers on another (simulated) host: the benchmark creates two network namespaces joined
+by a veth pair on TEST-NET-1 (``tests/fixtures/network_namespaces.py``; root and iproute2 needed), moves itself
+(the driver: the marker server, and the emulators it starts) into the first, at 192.0.2.1, and its writer
+processes into the second, at 192.0.2.2; so every marker of a batched case crosses a network to the server, as on
+a cluster, and the direct writers reach the emulators across it too (local disk stays one shared file system).
+``--repeat N`` runs the cases of each store N times, alternating direct and batched, and reports the medians.
+
 ``--latency-ms 20`` adds a second set of cases where every store call sleeps 20 ms first
 (``FaultInjectingStore``), in the writers and in the server alike, to stand for a remote object store; those
 cases run on local disk only and use ``--latency-markers`` markers per writer, since a direct writer then needs
@@ -29,6 +36,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -45,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fixtures.emulators
 
 from manifest_committer.markers import MarkerClient, MarkerPaths, MarkerServer, read_markers
+from manifest_committer.markers.address import LOOPBACK
 from manifest_committer.paths import JobPaths
 from manifest_committer.retry import RetryPolicy
 from manifest_committer.store import FaultInjectingStore, StoreOperations, open_store
@@ -190,7 +199,14 @@ def _writer_process(
 
 
 def run_case(
-    case: Case, target: Target, *, processes: int, threads: int, pool: ProcessPoolExecutor, manager: SyncManager
+    case: Case,
+    target: Target,
+    *,
+    processes: int,
+    threads: int,
+    pool: ProcessPoolExecutor,
+    manager: SyncManager,
+    server_host: str = LOOPBACK,
 ) -> Result:
     """Run one case in a fresh destination of ``target``; the pool has exactly ``processes`` worker processes."""
     with target.fresh_destination() as destination:
@@ -202,6 +218,7 @@ def run_case(
             threads=threads,
             pool=pool,
             manager=manager,
+            server_host=server_host,
         )
 
 
@@ -214,13 +231,14 @@ def _measure(
     threads: int,
     pool: ProcessPoolExecutor,
     manager: SyncManager,
+    server_host: str = LOOPBACK,
 ) -> Result:
     job_id = "bench_markers"
     store, path = _store(destination, case.latency, storage_options)
     paths = MarkerPaths(JobPaths(path, job_id, 0))
     server = None
     if case.marker_type == "batched":
-        server = MarkerServer(store, paths, _retry(store), batch_interval_ms=case.interval_ms).start()
+        server = MarkerServer(store, paths, _retry(store), batch_interval_ms=case.interval_ms, host=server_host).start()
     everyone = manager.Barrier(processes)
     try:
         futures = [
@@ -275,7 +293,7 @@ def _measure(
 
 
 @contextlib.contextmanager
-def open_target(name: str, root: str) -> Iterator[Target]:
+def open_target(name: str, root: str, host: str = LOOPBACK) -> Iterator[Target]:
     """The store ``name`` (``local``, ``azurite`` or ``fake-gcs-server``), started for one case.
 
     Every case gets a new emulator process: both slow down as they fill (Azurite even after the container is
@@ -288,7 +306,7 @@ def open_target(name: str, root: str) -> Iterator[Target]:
     from tests.fixtures.emulators import run_azurite, run_fake_gcs_server
 
     start = {"azurite": run_azurite, "fake-gcs-server": run_fake_gcs_server}[name]
-    with start() as emulator:
+    with start(host) as emulator:
         yield Target(name, emulator=emulator, delete_after=False)
 
 
@@ -325,6 +343,42 @@ def ratios(results: list[Result]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def medians(results: list[Result]) -> list[Result]:
+    """One result per case: the median of its runs (each figure's own median), in the order cases first ran."""
+    runs: dict[str, list[Result]] = {}
+    for result in results:
+        runs.setdefault(result.case, []).append(result)
+    combined = []
+    for case, group in runs.items():
+        first = group[0]
+        combined.append(
+            Result(
+                case=case + (f" (median of {len(group)})" if len(group) > 1 else ""),
+                store=first.store,
+                kind=first.kind,
+                latency_ms=first.latency_ms,
+                writers=first.writers,
+                markers=first.markers,
+                seconds=round(median([r.seconds for r in group]), 3),
+                markers_per_second=round(median([r.markers_per_second for r in group])),
+                p50_ms=round(median([r.p50_ms for r in group]), 2),
+                p99_ms=round(median([r.p99_ms for r in group]), 2),
+                store_calls=round(median([r.store_calls for r in group])),
+                server_flushes=round(median([r.server_flushes for r in group])),
+                fallbacks=max(r.fallbacks for r in group),
+                read_back=min(r.read_back for r in group),
+                load_average=round(median([r.load_average for r in group]), 2),
+            )
+        )
+    return combined
 
 
 def print_tables(results: list[Result]) -> None:
@@ -365,6 +419,14 @@ def parse_options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--latency-markers", type=int, default=100, help="markers per writer with latency (100)")
     parser.add_argument("--root", default=tempfile.gettempdir(), help="directory for the jobs (local disk)")
     parser.add_argument("--json", help="write the results here too")
+    parser.add_argument(
+        "--other-host",
+        action="store_true",
+        help="writers on another simulated host (network namespaces on TEST-NET-1; needs root and iproute2)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each store's cases, alternating (medians)")
+    parser.add_argument("--writers-namespace", help=argparse.SUPPRESS)  # set by --other-host for its run
+    parser.add_argument("--server-host", default=LOOPBACK, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     options.stores = [text for text in options.stores.split(",") if text]
     unknown = sorted(set(options.stores) - {"local", *EMULATORS})
@@ -374,15 +436,18 @@ def parse_options(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def report(results: list[Result], json_path: str | None, *, argv: list[str], when: str) -> None:
-    """Print the tables; with ``json_path`` also write every result (with its calls by name) and the ratios."""
-    print_tables(results)
+    """Print the tables (of the medians, when cases ran more than once); with ``json_path`` also write every
+    result (with its calls by name) and the ratios."""
+    summary = medians(results)
+    print_tables(summary)
     if json_path:
         document = {
             "date": when,
             "host": platform.node(),
             "argv": argv,
             "results": [asdict(result) for result in results],
-            "ratios": ratios(results),
+            "medians": [asdict(result) for result in summary],
+            "ratios": ratios(summary),
         }
         with open(json_path, "w") as handle:
             json.dump(document, handle, indent=2)
@@ -390,23 +455,68 @@ def report(results: list[Result], json_path: str | None, *, argv: list[str], whe
 
 def main(argv: list[str] | None = None) -> None:
     options = parse_options(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if options.other_host:
+        _run_on_simulated_hosts(arguments)
+        return
     when = time.strftime("%Y-%m-%d %H:%M")
     print(f"# {when} on {platform.node()}: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
+    if options.writers_namespace:
+        print(f"# writers on another host ({options.writers_namespace}), the marker server at {options.server_host}")
+    results = _run_all(options, options.server_host, options.writers_namespace)
+    report(results, options.json, argv=arguments, when=when)
+
+
+def _run_on_simulated_hosts(arguments: list[str]) -> None:
+    """``--other-host``: create the hosts, then run this benchmark again inside the driver's namespace (so that
+    nothing of this process, which may be a test's, moves), its writers moved into the worker's."""
+    from tests.fixtures.network_namespaces import create_hosts
+
+    rest = [argument for argument in arguments if argument != "--other-host"]
+    with create_hosts() as hosts:
+        assert hosts.driver.address is not None
+        command = [sys.executable, str(Path(__file__).resolve()), *rest]
+        command += ["--writers-namespace", hosts.worker.namespace, "--server-host", hosts.driver.address]
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}
+        subprocess.run(hosts.driver.command(command), check=True, env=environment)
+
+
+def _enter_writer_host(namespace: str | None) -> None:
+    """The pool's initializer: a writer process moves to the writers' host before it does anything else."""
+    if namespace is not None:
+        from tests.fixtures.network_namespaces import enter_network_namespace
+
+        enter_network_namespace(namespace)
+
+
+def _run_all(options: argparse.Namespace, host: str, worker_namespace: str | None) -> list[Result]:
     results = []
     context = get_context("spawn")
-    with ProcessPoolExecutor(options.processes, mp_context=context) as pool, context.Manager() as manager:
+    with (
+        ProcessPoolExecutor(
+            options.processes, mp_context=context, initializer=_enter_writer_host, initargs=(worker_namespace,)
+        ) as pool,
+        context.Manager() as manager,
+    ):
         # Warm the worker processes (imports) so that the first case does not pay for them.
         list(pool.map(time.sleep, [0.1] * options.processes))
         for name in options.stores:
-            for case in cases_for(LOCAL if name == "local" else name, options):
-                with open_target(name, options.root) as target:
-                    result = run_case(
-                        case, target, processes=options.processes, threads=options.threads, pool=pool, manager=manager
-                    )
-                results.append(result)
-                print(json.dumps({key: value for key, value in asdict(result).items() if key != "calls"}))
-                sys.stdout.flush()
-    report(results, options.json, argv=sys.argv if argv is None else argv, when=when)
+            for _ in range(options.repeat):
+                for case in cases_for(LOCAL if name == "local" else name, options):
+                    with open_target(name, options.root, host) as target:
+                        result = run_case(
+                            case,
+                            target,
+                            processes=options.processes,
+                            threads=options.threads,
+                            pool=pool,
+                            manager=manager,
+                            server_host=host,
+                        )
+                    results.append(result)
+                    print(json.dumps({key: value for key, value in asdict(result).items() if key != "calls"}))
+                    sys.stdout.flush()
+    return results
 
 
 if __name__ == "__main__":

@@ -377,6 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             manifest = TaskManifest.from_json(data, args.path)
             text = data.decode("utf-8", errors="replace") if args.json else format_manifest(manifest, args.path)
     except (CommitterError, OSError, ValueError) as error:
+        report = getattr(error, "report", None)  # a command that did part of its work says what it changed
+        if isinstance(report, str):
+            print(report.rstrip("\n"))
         print(f"{PROG}: error: {_where(args, error)}{_one_line(str(error))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

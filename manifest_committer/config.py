@@ -73,6 +73,34 @@ def _parse_marker_type(key: str, value: str) -> str:
     return text
 
 
+def _parse_host(key: str, value: str) -> str | None:
+    """A host name or IP address to bind and publish; empty means unset (this host's primary address)."""
+    text = value.strip()
+    if not text:
+        return None
+    problem = host_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{key}: {problem}, got {value!r}")
+    return text
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is not a host name or IP address, or ``None``."""
+    if len(host) > 255 or not host.isprintable() or any(c in host for c in " /@?#[]\\"):
+        return "expected a host name or an IP address"
+    return None
+
+
+def _parse_port(key: str, value: str) -> int:
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise ConfigError(f"{key}: expected a port number, got {value!r}") from None
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"{key}: must be a port from 0 (any free port) to 65535, got {value!r}")
+    return number
+
+
 def _parse_positive_number(key: str, value: str) -> float:
     number = _parse_non_negative_number(key, value)
     if number <= 0:
@@ -122,6 +150,8 @@ _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     MANIFEST_PREFIX + "markers.type": ("markers_type", _parse_marker_type),
     MANIFEST_PREFIX + "markers.batch.interval.ms": ("markers_batch_interval_ms", _parse_positive_int),
     MANIFEST_PREFIX + "markers.batch.threads": ("markers_batch_threads", _parse_positive_int),
+    MANIFEST_PREFIX + "markers.server.address": ("markers_server_address", _parse_host),
+    MANIFEST_PREFIX + "markers.server.port": ("markers_server_port", _parse_port),
     MANIFEST_PREFIX + "heartbeat.expiry.seconds": ("heartbeat_expiry_seconds", _parse_positive_number),
     FILE_OUTPUT_PREFIX + "marksuccessfuljobs": ("mark_successful_jobs", _parse_bool),
     FILE_OUTPUT_PREFIX + "cleanup.skipped": ("cleanup_skipped", _parse_bool),
@@ -175,8 +205,15 @@ class CommitterConfig:
     """Milliseconds between the marker server's batch flushes (``markers.batch.interval.ms``)."""
     markers_batch_threads: int = 20
     """Most ``MARKERS<i>`` files, and concurrent flushes, of the marker server (``markers.batch.threads``)."""
+    markers_server_address: str | None = None
+    """The host the marker server binds and publishes (``markers.server.address``): an address the tasks on the
+    cluster's other hosts reach. ``None``: the Spark helper's ``spark.driver.host``, else this host's primary
+    address; ``127.0.0.1`` keeps the server on one host."""
+    markers_server_port: int = 0
+    """The marker server's port (``markers.server.port``); 0: any free port."""
     heartbeat_expiry_seconds: float = 120.0
-    """A direct-marker job whose heartbeat is older than this is dead (``heartbeat.expiry.seconds``)."""
+    """A job whose lease (``markers/heartbeat``) was last renewed longer ago than this is dead, once its marker
+    server does not answer either (``heartbeat.expiry.seconds``); the driver renews it every quarter of it."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -197,6 +234,12 @@ class CommitterConfig:
                 raise ConfigError(f"{name}: must be a number of seconds >= 0, got {value!r}")
         if self.markers_type not in MARKER_TYPES:
             raise ConfigError(f"markers_type: must be one of {', '.join(MARKER_TYPES)}, got {self.markers_type!r}")
+        address = self.markers_server_address
+        if address is not None and (not isinstance(address, str) or not address or host_problem(address)):
+            raise ConfigError(f"markers_server_address: expected a host name or an IP address, got {address!r}")
+        port = self.markers_server_port
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise ConfigError(f"markers_server_port: must be a port from 0 (any free port) to 65535, got {port!r}")
         expiry = self.heartbeat_expiry_seconds
         if isinstance(expiry, bool) or not isinstance(expiry, int | float) or not 0 < expiry < float("inf"):
             raise ConfigError(f"heartbeat_expiry_seconds: must be a finite number of seconds > 0, got {expiry!r}")

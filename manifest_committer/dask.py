@@ -11,11 +11,21 @@ duplicate execution is another attempt, whose files no result names: they stay i
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .success_data import SuccessData
-from .writing.job import TaskResult, WriteJob, abort_write, batch_writer, begin, commit_write, run_task
+from .writing.job import (
+    TaskResult,
+    WriteJob,
+    abort_write,
+    batch_writer,
+    begin,
+    commit_write,
+    release_driver,
+    run_task,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +48,27 @@ def _write_partition(job: WriteJob, index: int, frame: Any) -> TaskResult:
 def _commit(job: WriteJob, results: list[TaskResult]) -> SuccessData:
     """The barrier task: commit exactly the attempts whose results the graph delivered."""
     return commit_write(job, results)
+
+
+def driver_address() -> str | None:
+    """This process's address as the distributed scheduler's hosts reach it (the workers run there), when a
+    ``distributed`` client is active; ``None`` otherwise (the local schedulers run the tasks in this process)."""
+    try:
+        from distributed import get_client
+        from distributed.comm.addressing import get_address_host
+    except ImportError:
+        return None
+    try:
+        scheduler = get_client().scheduler_info()["address"]
+    except (ValueError, KeyError):
+        return None
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # the route to the scheduler's host
+        try:
+            probe.connect((get_address_host(str(scheduler)), 9))
+        except OSError:
+            return None
+        address: str = probe.getsockname()[0]
+    return address
 
 
 def write(
@@ -72,6 +103,7 @@ def write(
         protocol=protocol,
         storage_options=storage_options,
         options=options,
+        driver_address=driver_address(),
     )
     job.check_columns([str(column) for column in dataframe.columns])
     if not begin(job):
@@ -84,6 +116,8 @@ def write(
     except BaseException:
         abort_write(job)
         raise
+    finally:
+        release_driver(job)  # the job commit may have run on a worker: the driver's marker server stops now
     if not isinstance(summary, SuccessData):  # pragma: no cover - a scheduler that returns something else
         raise TypeError(f"job {job.job_id}: the commit task returned a {type(summary).__name__}")
     return summary

@@ -76,6 +76,7 @@ class Datasink(_RayDatasink[TaskResult]):
             protocol=protocol,
             storage_options=storage_options,
             options=options,
+            driver_address=driver_address(),
         )
         if self.job.mode is SaveMode.IGNORE:
             raise ConfigError(f"{url}: save mode ignore needs manifest_committer.ray.write, not the Datasink")
@@ -103,6 +104,14 @@ class Datasink(_RayDatasink[TaskResult]):
         """On the driver: abort the job; the destination is left as it was."""
         log.warning("Ray write of job %s failed, aborting it: %s", self.job.job_id, error)
         abort_write(self.job)
+
+
+def driver_address() -> str:
+    """The address of the driver's node, where Ray's workers on every node reach it (a marker server there)."""
+    import ray.util
+
+    node_address: Any = ray.util.get_node_ip_address  # untyped in Ray
+    return str(node_address())
 
 
 def write(

@@ -11,6 +11,8 @@ fi
 command -v chromium >/dev/null || { echo "== apt-get install chromium"; apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 # The progress-bar test of `manifest-committer commit` runs it on a real pseudo-terminal, under tmux.
 command -v tmux >/dev/null || { echo "== apt-get install tmux"; apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
+# The multi-host marker tests simulate hosts with network namespaces (`ip netns`, as root): iproute2.
+command -v ip >/dev/null || { echo "== apt-get install iproute2"; apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null; }
 # The tests create and delete hundreds of thousands of small files. On ext4 without a journal (this project's CI
 # machines) every file created within minutes of many deletions costs over a millisecond of kernel time (ext4
 # skips each recently deleted inode, `recently_deleted`), and the suite took 15 to 32 minutes. In memory it takes

@@ -285,6 +285,12 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def delete_file(self, path: str, *, retry: bool = True) -> bool:
         return self.call(OP_DELETE, lambda: self._store.delete_file(path), path, retry=retry)
 
+    def delete_file_below(self, path: str, *, retry: bool = True) -> bool:
+        """``delete_file`` of a path below the destination named by untrusted state (a marker, a record), never
+        through a symbolic link out of it (``StoreOperations.delete_file_below``: ``LinkInPathError``)."""
+        root = self.paths.dest
+        return self.call(OP_DELETE, lambda: self._store.delete_file_below(root, path), path, retry=retry)
+
     def delete_dir(self, path: str, *, retry: bool = True) -> bool:
         return self.call(OP_DELETE_DIR, lambda: self._store.delete_dir(path), path, retry=retry)
 

@@ -50,3 +50,16 @@ class GateMarkerReads:
 def read_job_markers(gate: Stage[Any, Any], marker_paths: MarkerPaths) -> MarkerSet:
     """Every write marker of a job attempt (``markers.reader.read_marker_set``), through ``gate``."""
     return read_marker_set(GateMarkerReads(gate), marker_paths)
+
+
+MAX_SKIPPED_IN_DIAGNOSTICS = 10
+
+
+def skipped_diagnostics(skipped: tuple[str, ...]) -> dict[str, str]:
+    """The summary's diagnostics of markers not followed: how many, and the first few, one a line."""
+    if not skipped:
+        return {}
+    return {
+        "markers.skipped": str(len(skipped)),
+        "markers.skipped.detail": "\n".join(skipped[:MAX_SKIPPED_IN_DIAGNOSTICS]),
+    }

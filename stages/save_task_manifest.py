@@ -19,6 +19,10 @@ log = logging.getLogger(__name__)
 class SaveTaskManifestArguments:
     build_manifest: Callable[[], TaskManifest]
     """Called for every attempt, so the saved statistics include the failed attempts before it."""
+    per_attempt: bool = False
+    """Save as ``manifests/$taskAttemptId-manifest.json``, one per attempt, instead of replacing the task's one
+    manifest: where two attempts of a task may both commit and the job commit chooses (transactional), so a late
+    losing attempt never displaces the accepted one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +60,11 @@ class SaveTaskManifestStage(Stage[SaveTaskManifestArguments, SaveTaskManifestRes
         if self.info(self.paths.commit_started_path) is not None:
             raise self._too_late(first, "has begun its job commit")
         temp = self.paths.temp_manifest_path(first.task_attempt_id)
-        final = self.paths.manifest_path(first.task_id)
+        final = self.paths.manifest_path(first.task_attempt_id if arguments.per_attempt else first.task_id)
         self.save_file_atomically(make_bytes, temp, final, TASK_STAGE_SAVE_TASK_MANIFEST)
         ended = self._job_ended_meanwhile(first)
         if ended is not None:
-            self._remove_what_was_written(first, temp, final, ended)
+            self._remove_what_was_written(first, temp, final, ended, own_file=arguments.per_attempt)
             raise self._too_late(first, ended)
         return SaveTaskManifestResult(final, saved[-1])
 
@@ -86,9 +90,11 @@ class SaveTaskManifestStage(Stage[SaveTaskManifestArguments, SaveTaskManifestRes
             return "was committed or aborted (this attempt's files are gone)"
         return None
 
-    def _remove_what_was_written(self, manifest: TaskManifest, temp: str, final: str, ended: str) -> None:
+    def _remove_what_was_written(
+        self, manifest: TaskManifest, temp: str, final: str, ended: str, *, own_file: bool
+    ) -> None:
         started = read_commit_record(self)
-        if started is not None and manifest.task_id in started.accepted:
+        if not own_file and started is not None and manifest.task_id in started.accepted:
             # Another attempt of this task was accepted; its manifest was at ``final``. Leave ours there: the
             # commit's rerun and abort then fail loudly on the mismatch rather than act on a guess.
             log.error(

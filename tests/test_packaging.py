@@ -54,7 +54,20 @@ def test_the_source_tree_has_the_layout_under_test() -> None:
     assert (REPO / "manifest_committer" / "stages").is_symlink()
     assert (REPO / "manifest_committer" / "schemas").is_symlink()
     assert {"base.py", "manifest/commit_job.py", "upload/commit_job.py"} <= set(STAGE_MODULES)
-    assert SCHEMA_FILES == ["status.schema.json", "success-data.schema.json", "task-manifest.schema.json"]
+    assert SCHEMA_FILES == [
+        "committed-record.schema.json",
+        "heartbeat.schema.json",
+        "marker-create-answer.schema.json",
+        "marker-create-request.schema.json",
+        "marker-error-answer.schema.json",
+        "marker-list-answer.schema.json",
+        "marker-ping-answer.schema.json",
+        "marker-server-state.schema.json",
+        "status.schema.json",
+        "success-data.schema.json",
+        "task-manifest.schema.json",
+        "upload-started.schema.json",
+    ]
 
 
 def test_wheel_holds_stages_and_schemas_inside_the_package(artifacts: dict[str, Path]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,6 +19,10 @@ import ray
 
 import manifest_committer.ray as mcr
 from manifest_committer.errors import ConfigError
+from manifest_committer.markers import MarkerPaths, read_markers
+from manifest_committer.paths import JobPaths
+from manifest_committer.protocols.transactional.readers import store_retry_policy
+from manifest_committer.store import open_store
 from tests.fixtures.emulators import Emulator
 from tests.fixtures.ray_sinks import BundlingSink, FlakySink
 from tests.fixtures.writing import (
@@ -174,3 +179,24 @@ def test_blocks_whose_schemas_cannot_unify_are_written_apart(tmp_path: Path) -> 
     assert rows == {("a", 1), ("b", None), ("a", "two"), ("b", "three")}
     back = [row for name in files for row in ray.data.read_parquet(str(tmp_path / "out" / name)).take_all()]
     assert sorted(((row["dt"], row["x"]) for row in back), key=repr) == sorted(rows, key=repr)  # Ray reads each
+
+
+BATCHED_MARKERS = {
+    "mapreduce.manifest.committer.markers.type": "batched",
+    "mapreduce.fileoutputcommitter.cleanup.skipped": "true",  # the job's markers stay, to be read here
+}
+
+
+def test_batched_markers_go_through_the_drivers_marker_server(tmp_path: Path) -> None:
+    """Asked for, batched markers go through a marker server in the driver, on the driver's address."""
+    url = str(tmp_path / "out")
+    summary = mcr.write(dataset(), url, partition_by=["dt"], protocol="transactional", options=BATCHED_MARKERS)
+    assert summary is not None and summary.success
+    assert read_rows(url, COLUMNS) == ROWS
+    (job_dir,) = (tmp_path / "out" / "_temporary").iterdir()
+    markers = job_dir / "00" / "markers"
+    store, root = open_store(url)
+    found = read_markers(store, MarkerPaths(JobPaths(root, job_dir.name, 0)), store_retry_policy(store))
+    assert found.batched and found.direct_count == 0 and len(found.markers) == len(data_files(url))
+    server = orjson.loads((markers / "server.json").read_bytes())
+    assert server["host"] == mcr.driver_address()

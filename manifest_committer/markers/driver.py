@@ -1,9 +1,10 @@
-"""The committer's side of a job's write markers: the driver's server or heartbeat, and each task's client.
+"""The committer's side of a job's write markers: the driver's lease and server, and each task's client.
 
 Shared by the protocols whose tasks record a marker before creating a data file (``transactional``,
-``upload``): the committer that called ``setup_job`` runs the driver's side (a marker server taking every task's
-markers over HTTP with ``batched`` markers, a heartbeat saying the driver lives with ``direct`` ones) until the
-job is committed, aborted or the committer closed; each task attempt gets one ``MarkerClient``.
+``upload``): the committer that called ``setup_job`` runs the driver's side until the job is committed, aborted
+or the committer closed: the job's lease (``heartbeat.py``), renewed whatever the marker type, and with
+``batched`` markers the job's secret and a marker server taking every task's markers over HTTP, on the address
+``address.py`` chooses; each task attempt gets one ``MarkerClient``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import ConfigError
 from ..paths import check_id
 from ..retry import RetryPolicy
 from ..store import StoreOperations
+from .address import bind_host, server_host
 from .client import MarkerClient, MarkerType
 from .heartbeat import Heartbeat
 from .layout import MarkerPaths
@@ -67,24 +69,35 @@ class JobMarkers:
         self._heartbeat: Heartbeat | None = None
 
     def start(self) -> None:
-        """Start the marker server (batched) or the driver's heartbeat (direct)."""
+        """Renew the job's lease from now on; with batched markers, write the job's secret and start the marker
+        server (the lease first: the job is alive before its server is published)."""
         config = self._config
-        if config.markers_type == "batched":
+        retry = self._retry_for(None)
+        self._heartbeat = Heartbeat(
+            self._store, self.paths, retry, expiry_seconds=config.heartbeat_expiry_seconds
+        ).start()
+        if config.markers_type != "batched":
+            return
+        try:
+            published = server_host(config.markers_server_address)
             self.server = MarkerServer(
                 self._store,
                 self.paths,
-                self._retry_for(None),
+                retry,
                 batch_interval_ms=config.markers_batch_interval_ms,
                 batch_threads=config.markers_batch_threads,
+                host=bind_host(published),
+                port=config.markers_server_port,
+                advertised_host=published,
             ).start()
-        else:
-            self._heartbeat = Heartbeat(
-                self._store, self.paths, self._retry_for(None), expiry_seconds=config.heartbeat_expiry_seconds
-            ).start()
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
-        """Stop the server (its waiting markers written first) and the heartbeat, if running: before the job's
-        state is read for a commit or abort, and at ``close()``."""
+        """Stop the server (its waiting markers written first) and the lease's renewal, if running: before the
+        job's state is read for a commit or abort, and at ``close()``. The lease then holds for the expiry still,
+        so a commit under way is not taken for a dead job; a driver that dies in it is, once the lease expired."""
         server, heartbeat = self.server, self._heartbeat
         self.server = self._heartbeat = None
         if server is not None:

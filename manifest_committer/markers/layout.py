@@ -4,9 +4,11 @@ Layout (CONTRACT §6), under ``$dest/_temporary/$jobId/$NN/markers/``::
 
     <relative dir>/<file name>.marker.CREATE     direct: one empty object per data file
     MARKERS0 ... MARKERS<n-1>                    batched: one marker path per line, each line ending in "\\n"
+    MARKERS<n> ...                               batched: more files, once a file is retired (see server.py)
     MARKERS.type                                 batched: holds BATCHED (absent: the directory is direct)
     server.json                                  batched: the marker server's address, for tasks and liveness
-    heartbeat                                    direct: the driver's heartbeat, rewritten while the job runs
+    secret                                       batched: the job's secret, which every request proves
+    heartbeat                                    the driver's lease, renewed while the job runs (both types)
 
 A marker file is untrusted input (STYLE 2d): ``parse_marker`` is the one place that decides what a marker may
 name, so a crafted ``MARKERS0`` line or direct marker name can never make a rollback delete outside the job's
@@ -40,7 +42,10 @@ BATCHED = "BATCHED"
 """The content of ``MARKERS.type`` in a batched directory; the only type a directory declares."""
 BATCHED_FILE_PREFIX = "MARKERS"
 SERVER_STATE_FILE = "server.json"
+SECRET_FILE = "secret"
 HEARTBEAT_FILE = "heartbeat"
+STATE_FILES = frozenset({SERVER_STATE_FILE, SECRET_FILE, HEARTBEAT_FILE})
+"""The markers directory's own state: never a marker."""
 TASK_HEARTBEATS_DIR = "heartbeats"
 """Beside ``markers/``: one heartbeat per running task attempt, where no driver process hosts the job's own."""
 
@@ -132,6 +137,10 @@ class MarkerPaths:
         return posixpath.join(self.markers_dir, SERVER_STATE_FILE)
 
     @property
+    def secret(self) -> str:
+        return posixpath.join(self.markers_dir, SECRET_FILE)
+
+    @property
     def heartbeat(self) -> str:
         return posixpath.join(self.markers_dir, HEARTBEAT_FILE)
 
@@ -187,6 +196,17 @@ class MarkerStoreCalls:
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self.call("write", path, lambda: self._store.write_bytes(path, data))
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        """One append, never retried here: a failed append may have left part of ``data`` at the end, and the
+        caller must write the batch again elsewhere (``server.MarkerServer`` retires the file)."""
+        self._store.append_bytes(path, data)
+
+    def write_private_bytes(self, path: str, data: bytes) -> None:
+        self.call("write", path, lambda: self._store.write_private_bytes(path, data))
+
+    def read_private_bytes(self, path: str) -> bytes:
+        return self.call("read", path, lambda: self._store.read_private_bytes(path))
 
     def delete_file(self, path: str) -> bool:
         return self.call("delete", path, lambda: self._store.delete_file(path))

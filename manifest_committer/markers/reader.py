@@ -2,8 +2,11 @@
 
 Rollback and job commit need only the files, never the marker server (Hudi's rollback needed to guess the
 type when ``MARKERS.type`` was missing, and read too few files). Every name read is checked by
-``layout.parse_marker``; a file that is neither a marker nor the directory's own state is an error, since a
-directory not understood is a directory whose data files might not all be found.
+``layout.parse_marker``. What is not a marker this job may have recorded (a crafted ``MARKERS`` line, a file
+that is neither a marker nor the directory's own state, a line that is not UTF-8) is skipped and reported in
+``MarkerSet.skipped``, never an error: a crafted entry must not stop a commit, an abort or a rollback, and
+nothing it names is ever deleted. Every ``MARKERS<i>`` file is read whatever ``MARKERS.type`` says (or if it is
+missing), so no recorded marker is missed.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import logging
 import posixpath
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from ..admission import all_relatives_admitted
@@ -23,11 +26,10 @@ from ..store.local import is_write_in_progress
 from ..success_data import SUCCESS_MARKER
 from .layout import (
     BATCHED,
-    HEARTBEAT_FILE,
     MARKER_EXTENSION,
     MARKERS_TYPE_FILE,
     RESERVED_PREFIXES,
-    SERVER_STATE_FILE,
+    STATE_FILES,
     Marker,
     MarkerPaths,
     MarkerStoreCalls,
@@ -76,6 +78,8 @@ class MarkerSet:
     """Direct markers found (a batched job holds some after a task fell back)."""
     batched_files: tuple[str, ...]
     """The ``MARKERS<i>`` files read."""
+    skipped: tuple[str, ...] = ()
+    """What was not read as a marker, each naming the file (and line) and why: crafted or damaged entries."""
 
     @property
     def data_files(self) -> frozenset[str]:
@@ -85,27 +89,38 @@ class MarkerSet:
         return frozenset(prefix + marker.data_file for marker in self.markers)
 
 
-def parse_batched_lines(data: bytes, path: str) -> tuple[list[Marker], bool]:
-    """The markers of one ``MARKERS<i>`` file, and whether its last line was torn (no final newline).
+def parse_batched_lines(data: bytes, path: str) -> tuple[list[Marker], bool, list[str]]:
+    """The markers of one ``MARKERS<i>`` file, whether its last line was torn (no final newline), and the lines
+    skipped (each naming file, line and why).
 
     The server writes each line with its ``\\n``, so a last line without one is what a write cut short leaves
     on a POSIX store: it is dropped with a warning (it may be a prefix of a real name, and a rollback must never
-    delete a file a marker did not name). Any other bad line is a ``MarkerError`` naming file and line.
+    delete a file a marker did not name). Any other bad line (not UTF-8, not a marker, naming a path outside
+    the destination or the committer's own files) is skipped.
     """
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise MarkerError(f"{path}: not UTF-8 ({error})") from None
+        text, valid = data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        text, valid = data.decode("utf-8", errors="surrogateescape"), False  # the lines at fault are skipped
     end = text.rfind("\n") + 1
     torn = end != len(text)
     if torn:
         log.warning("%s: ignoring a last line without newline (a write cut short?): %r", path, text[end:][:200])
     whole = text[:end]
-    markers = _create_markers(whole)
+    markers = _create_markers(whole) if valid else None
+    rejected: list[str] = []
     if markers is None:
-        lines = whole.split("\n")[:-1]
-        markers = [parse_marker(line, f"{path} line {number}") for number, line in enumerate(lines, 1)]
-    return markers, torn
+        markers = []
+        for number, line in enumerate(whole.split("\n")[:-1], 1):
+            where = f"{path} line {number}"
+            try:
+                line.encode("utf-8")
+                markers.append(parse_marker(line, where))
+            except UnicodeEncodeError:
+                rejected.append(f"{where}: not UTF-8")
+            except MarkerError as error:
+                rejected.append(str(error))
+    return markers, torn, rejected
 
 
 def _create_markers(whole: str) -> list[Marker] | None:
@@ -141,6 +156,14 @@ def _check_marker_type(raw: bytes, paths: MarkerPaths) -> str:
     return text
 
 
+def _marker_type_or_none(raw: bytes, paths: MarkerPaths, skipped: list[str]) -> str | None:
+    try:
+        return _check_marker_type(raw, paths)
+    except MarkerError as error:
+        skipped.append(f"{error} (its MARKERS<i> files are read all the same)")
+        return None
+
+
 def read_markers(store: StoreOperations, paths: MarkerPaths, retry: RetryPolicy) -> MarkerSet:
     """Every marker of the job attempt, from the files, read one after another (``read_marker_set``)."""
     return read_marker_set(MarkerStoreCalls(store, retry), paths)
@@ -153,6 +176,7 @@ class _FileRead:
     path: str
     marker_type: str | None = None
     markers: tuple[Marker, ...] | list[Marker] = ()
+    rejected: list[str] = field(default_factory=list)
 
 
 def read_marker_set(reads: MarkerReads, paths: MarkerPaths) -> MarkerSet:
@@ -160,8 +184,8 @@ def read_marker_set(reads: MarkerReads, paths: MarkerPaths) -> MarkerSet:
 
     One listing of the markers directory, then ``MARKERS.type`` and every ``MARKERS<i>`` read and parsed at
     once through ``reads.map_paths``, then each level of direct-marker directories listed at once. A missing
-    markers directory is an empty set (the job wrote no data file). Raises ``MarkerError`` naming the file (and
-    line) for an unknown ``MARKERS.type``, a crafted marker name, or a stray file.
+    markers directory is an empty set (the job wrote no data file). What is not a marker is skipped and named in
+    ``skipped`` (see the module); only a store error is raised.
     """
     root = paths.markers_dir
     try:
@@ -169,10 +193,21 @@ def read_marker_set(reads: MarkerReads, paths: MarkerPaths) -> MarkerSet:
     except FileNotFoundError:
         return MarkerSet(frozenset(), paths.dest, batched=False, direct_count=0, batched_files=())
     found: set[Marker] = set()
+    skipped: list[str] = []
     batched_files: list[str] = []
     type_listed = False
     directories: list[str] = []
     direct = 0
+
+    def add_direct(relative: str, path: str) -> None:
+        nonlocal direct
+        try:
+            found.add(parse_marker(relative, path))
+        except MarkerError as error:
+            skipped.append(str(error))
+            return
+        direct += 1
+
     for status in top:
         relative = _relative(root, status.path)
         if status.is_dir:
@@ -180,27 +215,27 @@ def read_marker_set(reads: MarkerReads, paths: MarkerPaths) -> MarkerSet:
             continue
         if relative == MARKERS_TYPE_FILE:
             type_listed = True
-        elif relative in (SERVER_STATE_FILE, HEARTBEAT_FILE) or is_write_in_progress(relative):
+        elif relative in STATE_FILES or is_write_in_progress(relative):
             continue  # the directory's own state, or a marker file another process is writing right now
         elif batched_file_index(relative) is not None:
             batched_files.append(status.path)
         else:
-            found.add(parse_marker(relative, status.path))
-            direct += 1
-    marker_type = None
-    if not type_listed and batched_files:
-        marker_type = read_marker_type(reads, paths)  # written before any batch: listed late, or not at all
-        if marker_type is None:
-            raise MarkerError(f"{min(batched_files)}: a batched marker file in a directory without {MARKERS_TYPE_FILE}")
+            add_direct(relative, status.path)
+    if batched_files and not type_listed and reads.info(paths.type_file) is None:
+        log.warning("%s: batched marker files without %s; reading them all the same", root, MARKERS_TYPE_FILE)
 
     def read_one(path: str) -> _FileRead:
         data = reads.read_bytes(path)
         if path == paths.type_file:
-            return _FileRead(path, marker_type=_check_marker_type(data, paths))
-        return _FileRead(path, markers=parse_batched_lines(data, path)[0])
+            problems: list[str] = []
+            return _FileRead(path, marker_type=_marker_type_or_none(data, paths, problems), rejected=problems)
+        markers, _, rejected = parse_batched_lines(data, path)
+        return _FileRead(path, markers=markers, rejected=rejected)
 
+    marker_type = None
     for read in reads.map_paths(read_one, ([paths.type_file] if type_listed else []) + batched_files):
         found.update(read.markers)
+        skipped.extend(read.rejected)
         marker_type = read.marker_type or marker_type
     while directories:
         listings = reads.map_paths(reads.list_dir, directories)
@@ -210,8 +245,9 @@ def read_marker_set(reads: MarkerReads, paths: MarkerPaths) -> MarkerSet:
                 if status.is_dir:
                     directories.append(status.path)
                 elif not is_write_in_progress(posixpath.basename(status.path)):
-                    found.add(parse_marker(_relative(root, status.path), status.path))
-                    direct += 1
+                    add_direct(_relative(root, status.path), status.path)
+    if skipped:
+        log.warning("Markers of %s: %d entries skipped, e.g. %s", root, len(skipped), skipped[0])
     log.debug("Markers of %s: %d (%d direct, %d batched files)", root, len(found), direct, len(batched_files))
     return MarkerSet(
         markers=frozenset(found),
@@ -219,6 +255,7 @@ def read_marker_set(reads: MarkerReads, paths: MarkerPaths) -> MarkerSet:
         batched=marker_type == BATCHED,
         direct_count=direct,
         batched_files=tuple(sorted(batched_files)),
+        skipped=tuple(sorted(skipped)),
     )
 
 

@@ -24,6 +24,15 @@ from .rollback import rollback
 log = logging.getLogger(__name__)
 
 
+class PartlyFailedError(CommitterError):
+    """A command over a destination did part of its work: ``report`` says what it changed, the message what
+    failed. The command line prints both and exits non-zero."""
+
+    def __init__(self, message: str, report: str) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 @dataclass(frozen=True, slots=True)
 class DestinationRequest:
     """What the command line names for a destination-wide command."""
@@ -62,9 +71,11 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
         if job_id is not None:  # committed between the check above and the rollback's own
             return f"Nothing rolled back: job {job_id} of {where} is committed"
         return (
-            f"Nothing rolled back: no dead transactional job in {where}, and no dead upload job (jobs whose driver "
-            "answers are left alone)"
+            f"Nothing rolled back: no dead transactional job in {where}, and no dead upload job (jobs whose lease is "
+            "fresh, or whose driver answers, are left alone)"
         )
+    failed = [job for job in rolled if job.error is not None]
+    rolled = [job for job in rolled if job.error is None]
     total = sum(len(job.deleted) for job in rolled)
     uploads = sum(len(job.aborted) for job in rolled)
     aborting = f", aborting {uploads:,} incomplete uploads" if uploads else ""
@@ -85,13 +96,28 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
         if job.protocol == "upload":
             lines.append(f"  {abort_verb} {len(job.aborted):,} incomplete uploads" + (", at:" if job.aborted else ""))
             lines.extend(f"    {url}" for url in job.aborted)
-    return "\n".join(lines)
+        if job.skipped:
+            lines.append(f"  skipped {len(job.skipped):,} markers (nothing they name was deleted):")
+            lines.extend(f"    {entry}" for entry in job.skipped)
+    for job in failed:
+        lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}): NOT rolled back: {job.error}")
+    report = "\n".join(lines)
+    if failed:
+        names = ", ".join(f"{job.job_id} (attempt {job.job_attempt:02d})" for job in failed)
+        raise PartlyFailedError(f"rollback of {where}: {len(failed)} job attempt(s) not rolled back: {names}", report)
+    return report
 
 
 def run_vacuum(request: DestinationRequest, retention_hours: float, *, dry_run: bool) -> str:
     """Vacuum the destination (or, with ``dry_run``, list what vacuum would delete now); return the files."""
     where, _ = _destination_url(request)
-    found = vacuum(request.destination, retention_hours, storage_options=request.storage_options, dry_run=dry_run)
+    found = vacuum(
+        request.destination,
+        retention_hours,
+        storage_options=request.storage_options,
+        dry_run=dry_run,
+        config=request.config,
+    )
     retention = f"retention {retention_hours:g} hours"
     if dry_run:
         head = f"Dry run: vacuum of {where} ({retention}) would delete {len(found):,} data files (nothing was changed)"

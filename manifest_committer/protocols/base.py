@@ -381,6 +381,7 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         )
         report = self._new_summary(JOB_STAGE_ABORT)
         report.success = False
+        report.diagnostics.update(getattr(call.result, "diagnostics", {}))  # what the abort skipped, and why
         report.iostatistics = call.context.stats.snapshot()
         self._save_report(report, overwrite=False)
         return call.result

@@ -52,6 +52,7 @@ from .datasource import (
     OPTION_JOB_SET_UP,
     PARTITION_OVERWRITE_MODE_KEY,
     SHORT_NAME,
+    SPARK_DRIVER_HOST_KEY,
     ManifestCommitMessage,
     ManifestDataSource,
     ManifestWriter,
@@ -59,6 +60,7 @@ from .datasource import (
     check_columns,
     committer_conf,
     new_job_id,
+    with_driver_address,
 )
 
 if TYPE_CHECKING:
@@ -86,7 +88,10 @@ SUMMARY_REPORT_DIRECTORY_KEY = MANIFEST_PREFIX + "summary.report.directory"
 
 
 def _session_conf(spark: SparkSession) -> dict[str, str]:
-    return committer_conf({str(key): str(value) for key, value in spark.conf.getAll.items()})
+    """The session's committer keys, and the driver's host as the marker server's address unless one is set:
+    the job is set up in this process, the driver, which Spark's executors on every host reach there."""
+    conf = {str(key): str(value) for key, value in spark.conf.getAll.items()}
+    return with_driver_address(committer_conf(conf), conf.get(SPARK_DRIVER_HOST_KEY))
 
 
 def read(

@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..config import CommitterConfig
+from ..config import MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols.base import CommitterBase
 from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
@@ -123,6 +123,23 @@ def committer_conf(conf: Mapping[str, str]) -> dict[str, str]:
     if PARTITION_OVERWRITE_MODE_KEY in conf:
         selected[PARTITION_OVERWRITE_MODE_KEY] = conf[PARTITION_OVERWRITE_MODE_KEY]
     return selected
+
+
+MARKERS_SERVER_ADDRESS_KEY = MANIFEST_PREFIX + "markers.server.address"
+SPARK_DRIVER_HOST_KEY = "spark.driver.host"
+
+
+def with_driver_address(conf: Mapping[str, str], driver_host: str | None) -> dict[str, str]:
+    """``conf`` with ``markers.server.address`` set to the driver's host (``spark.driver.host``, the address Spark's
+    executors reach the driver on) unless a key of ``conf`` sets it already: the marker server then listens where
+    every executor can reach it."""
+    result = dict(conf)
+    if not driver_host or any(
+        key.lower().removeprefix(SPARK_HADOOP_PREFIX) == MARKERS_SERVER_ADDRESS_KEY for key in result
+    ):
+        return result
+    result[MARKERS_SERVER_ADDRESS_KEY] = driver_host
+    return result
 
 
 # --- settings ------------------------------------------------------------------------------------------------------

@@ -21,7 +21,15 @@ from .faults import (
     s3_slow_down,
 )
 from .generic import DeclaredFsspecStore, fsspec_store_binding
-from .operations import NO_HINTS, FileStatus, FsspecStore, RenameHint, StoreCapabilities, StoreOperations
+from .operations import (
+    NO_HINTS,
+    FileStatus,
+    FsspecStore,
+    LinkInPathError,
+    RenameHint,
+    StoreCapabilities,
+    StoreOperations,
+)
 from .rate_limit import RateLimitedStore, TokenBucket
 from .registry import ENTRY_POINT_GROUP, StoreBindings, register_store_binding, store_bindings
 from .transient import is_transient_generic
@@ -34,6 +42,7 @@ __all__ = [
     "FaultInjectingStore",
     "FileStatus",
     "FsspecStore",
+    "LinkInPathError",
     "RateLimitedStore",
     "RenameHint",
     "StoreBinding",

@@ -31,6 +31,7 @@ OPERATIONS = (
     "remove_empty_dir",
     "read_bytes",
     "write_bytes",
+    "append_bytes",
     "copy_file",
     *UPLOAD_OPERATIONS,
 )

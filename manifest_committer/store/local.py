@@ -7,6 +7,7 @@ import ctypes
 import errno
 import os
 import shutil
+import stat
 import tempfile
 from typing import Any
 
@@ -14,7 +15,7 @@ import fsspec
 
 from ..urls import decode_path, encode_path, split_url
 from .bindings import StoreBinding
-from .operations import FileStatus, FsspecStore, StoreCapabilities
+from .operations import FileStatus, FsspecStore, LinkInPathError, StoreCapabilities
 
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
@@ -67,6 +68,13 @@ def _remove_tree(parent_fd: int | None, name: str) -> None:
     os.rmdir(name, dir_fd=parent_fd)
 
 
+def _is_link(name: str, parent_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
 def _remove_child_directory(parent_fd: int, name: str) -> None:
     try:
         os.rmdir(name, dir_fd=parent_fd)
@@ -88,6 +96,8 @@ class LocalStore(FsspecStore):
         directory_rename=True,
         rename_never_overwrites=True,
         rename_outcome_known=True,
+        appendable=True,
+        symbolic_links=True,
     )
 
     def __init__(self, fs: Any) -> None:
@@ -214,6 +224,70 @@ class LocalStore(FsspecStore):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
             raise
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        """``O_APPEND`` then ``fsync``: the bytes are at the end of the file, on disk, when this returns. Never
+        through a link at ``path`` (``O_NOFOLLOW``)."""
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(handle, view) :]
+            os.fsync(handle)
+        finally:
+            os.close(handle)
+
+    def write_private_bytes(self, path: str, data: bytes) -> None:
+        """``write_bytes`` (its temporary file is created 0600, and the rename keeps the mode), the mode set again
+        explicitly so that no umask or later change of ``write_bytes`` can widen it."""
+        self.write_bytes(path, data)
+        os.chmod(path, 0o600, follow_symlinks=False)
+
+    def read_private_bytes(self, path: str) -> bytes:
+        """Read a secret only if this user owns it and nobody else may read or write it (root may read any)."""
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(handle, "rb") as file:
+            status = os.fstat(file.fileno())
+            euid = os.geteuid()
+            if status.st_mode & 0o077 or euid not in (status.st_uid, 0):
+                raise PermissionError(
+                    errno.EACCES,
+                    f"not a private file: mode {status.st_mode & 0o777:o}, owner uid {status.st_uid} (must be "
+                    f"0600, owned by uid {euid})",
+                    path,
+                )
+            return file.read()
+
+    def delete_file_below(self, root: str, path: str) -> bool:
+        """Open each directory from ``root`` down to ``path``'s parent relative to the last, never following a
+        link (``O_NOFOLLOW``), then unlink the name in it: a link swapped in at any moment is never followed."""
+        prefix = root.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            raise LinkInPathError(errno.EXDEV, f"not below {root}", path)
+        *directories, name = path[len(prefix) :].split("/")
+        handle = os.open(root, _DIRECTORY_FLAGS)
+        try:
+            for directory in directories:
+                try:
+                    inner = os.open(directory, _DIRECTORY_FLAGS, dir_fd=handle)
+                except (FileNotFoundError, NotADirectoryError):
+                    if _is_link(directory, handle):
+                        raise LinkInPathError(errno.ELOOP, "a directory on the way is a symbolic link", path) from None
+                    return False  # nothing there, or a file where a directory would be: no such file to delete
+                except OSError as error:
+                    if error.errno == errno.ELOOP:
+                        raise LinkInPathError(errno.ELOOP, "a directory on the way is a symbolic link", path) from None
+                    raise
+                os.close(handle)
+                handle = inner
+            try:
+                os.unlink(name, dir_fd=handle)
+            except FileNotFoundError:
+                return False
+            return True
+        finally:
+            os.close(handle)
 
     def copy_file(self, source: str, dest: str) -> None:
         os.makedirs(os.path.dirname(dest), exist_ok=True)

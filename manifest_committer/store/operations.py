@@ -24,6 +24,12 @@ from ..urls import decode_path, encode_path, split_url
 _GLOB_CHARACTERS = ("*", "?", "[")
 
 AUTH_STATUS_CODES = frozenset({401, 403})
+
+
+class LinkInPathError(OSError):
+    """A directory on the way to a file to delete is a symbolic link: following it could leave the destination."""
+
+
 """HTTP statuses of refused credentials: unauthenticated (missing or bad) and forbidden."""
 
 
@@ -107,6 +113,12 @@ class StoreCapabilities:
     pending_uploads: bool = False
     """The store offers the ``upload`` protocol's calls (``store.s3.UploadStore``): uploads that stay invisible
     until completed, and completions that never replace an object (S3's conditional writes)."""
+    appendable: bool = False
+    """``append_bytes`` adds to the end of a file in place, durably (POSIX ``O_APPEND`` and ``fsync``): a file that
+    grows batch by batch costs each batch only its own bytes. Object stores replace objects whole."""
+    symbolic_links: bool = False
+    """Directories may be symbolic links (local disk): a path below the destination can lead out of it, so deletes
+    of paths named by untrusted state go through ``delete_file_below``."""
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
@@ -202,6 +214,28 @@ class StoreOperations(Protocol):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file, replacing any file there; a reader sees the old or the new bytes, never a part."""
+        ...
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        """Add ``data`` at the end of ``path`` (created if missing) and make it durable before returning; only
+        where ``capabilities.appendable``, ``NotImplementedError`` elsewhere. A failed call may leave a part of
+        ``data`` at the end: the caller must not append to that file again."""
+        ...
+
+    def write_private_bytes(self, path: str, data: bytes) -> None:
+        """``write_bytes`` of a secret: on local disk the file is readable and writable by its owner only (0600);
+        elsewhere the store's own permissions decide who reads it."""
+        ...
+
+    def read_private_bytes(self, path: str) -> bytes:
+        """``read_bytes`` of a secret that ``write_private_bytes`` wrote; on local disk ``PermissionError`` naming
+        the file if it is a link, not owned by this user, or readable or writable by anyone else."""
+        ...
+
+    def delete_file_below(self, root: str, path: str) -> bool:
+        """``delete_file`` of ``path`` (below directory ``root``), never through a symbolic link: on local disk each
+        directory from ``root`` down is opened without following links, and ``LinkInPathError`` is raised when one
+        is a link. ``False`` if nothing was there."""
         ...
 
     def copy_file(self, source: str, dest: str) -> None: ...
@@ -399,6 +433,21 @@ class FsspecStore:
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file, replacing any file there."""
         self.fs.pipe_file(path, data)
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        """Object stores replace objects whole: nothing to append to."""
+        raise NotImplementedError(f"{self.to_url(path)}: the {self.scheme} store cannot append to a file")
+
+    def write_private_bytes(self, path: str, data: bytes) -> None:
+        """Object stores: the store's permissions (bucket or container policies) decide who reads the object."""
+        self.write_bytes(path, data)
+
+    def read_private_bytes(self, path: str) -> bytes:
+        return self.read_bytes(path)
+
+    def delete_file_below(self, root: str, path: str) -> bool:
+        """No symbolic links on object stores: a path below ``root`` is below it."""
+        return self.delete_file(path)
 
     def copy_file(self, source: str, dest: str) -> None:
         self.fs.cp_file(source, dest)  # one file, literally: copy() would glob-expand the source

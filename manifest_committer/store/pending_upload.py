@@ -33,7 +33,7 @@ import io
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,13 +165,44 @@ class PendingUploadWriter(io.RawIOBase):
     After ``close()``, ``pending`` says what job commit needs to complete it. Only sequential writes.
     """
 
-    def __init__(self, fs: Any, path: str, *, block_size: int | None = None) -> None:
+    def __init__(
+        self,
+        fs: Any,
+        path: str,
+        *,
+        block_size: int | None = None,
+        on_started: Callable[[str, str, str], None] | None = None,
+    ) -> None:
         self.token = uuid.uuid4().hex
         metadata = {**fs.s3_additional_kwargs.get("Metadata", {}), TOKEN_METADATA_KEY: self.token}
         # fs._open, not fs.open: open() would register the file in fs.transaction.files (see the module doc).
         self._file = fs._open(path, "wb", block_size=block_size, autocommit=False, Metadata=metadata)
         self._pending: PendingUpload | None = None
         self.path = path
+        if on_started is not None:
+            self._record_start(on_started)
+
+    def _record_start(self, on_started: Callable[[str, str, str], None]) -> None:
+        """Call ``on_started(bucket, key, upload_id)`` as soon as S3 has created the upload, before any part is
+        sent: whoever aborts uploads by the ids it recorded then knows this one. If the record fails, the upload
+        is aborted at once and the error raised (an upload nobody recorded must not stay)."""
+        file = self._file
+        initiate = file._initiate_upload
+
+        def initiate_and_record() -> None:
+            initiate()
+            if not file.mpu:
+                return
+            upload_id = file.mpu["UploadId"]
+            try:
+                on_started(file.bucket, file.key, upload_id)
+            except BaseException:
+                log.warning("Aborting the upload of %s: its start could not be recorded", self.path)
+                file.discard()
+                file.closed = True
+                raise
+
+        file._initiate_upload = initiate_and_record
 
     # --- the file interface -----------------------------------------------------------------------------------
 
@@ -237,9 +268,16 @@ class PendingUploadWriter(io.RawIOBase):
         return PendingUpload(file.bucket, file.key, file.mpu["UploadId"], etags, file.tell(), self.token)
 
 
-def open_pending_upload(fs: Any, path: str, *, block_size: int | None = None) -> PendingUploadWriter:
+def open_pending_upload(
+    fs: Any,
+    path: str,
+    *,
+    block_size: int | None = None,
+    on_started: Callable[[str, str, str], None] | None = None,
+) -> PendingUploadWriter:
     """Open ``path`` (``bucket/key`` on the s3fs filesystem ``fs``) for writing as a pending upload.
 
     ``block_size``: bytes buffered before a part is sent (at least 5 MiB; s3fs's default is 50 MiB).
+    ``on_started(bucket, key, upload_id)``: called once the multipart upload exists, before its first part.
     """
-    return PendingUploadWriter(fs, path, block_size=block_size)
+    return PendingUploadWriter(fs, path, block_size=block_size, on_started=on_started)

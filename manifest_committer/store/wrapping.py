@@ -112,6 +112,19 @@ class WrappingStore:
     def write_bytes(self, path: str, data: bytes) -> None:
         self.around("write_bytes", path, lambda: self.inner.write_bytes(path, data))
 
+    def append_bytes(self, path: str, data: bytes) -> None:
+        self.around("append_bytes", path, lambda: self.inner.append_bytes(path, data))
+
+    def write_private_bytes(self, path: str, data: bytes) -> None:
+        self.around("write_bytes", path, lambda: self.inner.write_private_bytes(path, data))
+
+    def read_private_bytes(self, path: str) -> bytes:
+        result: bytes = self.around("read_bytes", path, lambda: self.inner.read_private_bytes(path))
+        return result
+
+    def delete_file_below(self, root: str, path: str) -> bool:
+        return bool(self.around("delete_file", path, lambda: self.inner.delete_file_below(root, path)))
+
     def copy_file(self, source: str, dest: str) -> None:
         self.around("copy_file", f"{source} -> {dest}", lambda: self.inner.copy_file(source, dest))
 

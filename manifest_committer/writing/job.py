@@ -14,6 +14,11 @@ framework runs tasks and carries their results back:
 Under ``v2`` a task commit publishes into the destination, so a duplicate attempt would publish its rows too:
 there the task commits of the delivered attempts run in ``commit_write`` instead, and the other attempts' files
 stay in ``_temporary`` and go with it.
+
+Write markers (transactional, upload) are direct unless the options ask for ``batched`` and the framework's driver
+outlives its tasks (Ray, Dask: ``driver_address``): then the committer that ``begin`` sets the job up with stays
+open in the driver, hosting the marker server on the driver's address, until ``commit_write`` or ``abort_write``
+(or ``release_driver``) ends it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import itertools
 import logging
 import posixpath
 import secrets
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +61,7 @@ limit before it goes on, but closes the rest together at the end: a Ray block of
 _OPTIONS = ("maxrecordsperfile", "maxopenfiles", "compression", "header", "partitionoverwritemode")
 """Writer options, as ``manifest_committer.spark.write`` names them (case-insensitive)."""
 _DEFERRED_TASK_COMMIT = frozenset({"v2"})
+MARKERS_TYPE_KEY = MANIFEST_PREFIX + "markers.type"
 """Protocols whose task commit publishes into the destination: the driver commits the delivered attempts."""
 
 
@@ -105,6 +112,8 @@ class WriteJob:
     config: CommitterConfig = field(default_factory=CommitterConfig)
     protocol: str = "manifest"
     """Resolved on the driver (never ``auto``), so every task uses the same protocol."""
+    driver_hosts_markers: bool = False
+    """The driver keeps the committer that set the job up, with its marker server, until the job ends."""
 
     @classmethod
     def create(
@@ -118,8 +127,13 @@ class WriteJob:
         protocol: str = "auto",
         storage_options: Mapping[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
+        driver_address: str | None = None,
     ) -> WriteJob:
-        """Check a ``write()``'s arguments; ``ConfigError`` names the first bad one. The job id is new."""
+        """Check a ``write()``'s arguments; ``ConfigError`` names the first bad one. The job id is new.
+
+        ``driver_address``: given by a framework whose driver process outlives its tasks, the address its workers
+        reach the driver on; with ``markers.type=batched`` asked for in ``options``, the driver then hosts the
+        marker server there (unless ``markers.server.address`` is set)."""
         if isinstance(partition_by, str):
             raise ConfigError(f"partition_by: expected a sequence of column names, got the string {partition_by!r}")
         columns = tuple(partition_by)
@@ -134,12 +148,22 @@ class WriteJob:
             raise ConfigError(f"unknown writer option {unknown[0]!r} for {url}")
         config = CommitterConfig.from_hadoop_conf(hadoop)
         protocol = resolve_protocol(url, protocol)
+        batched_asked = config.markers_type == "batched" and any(
+            key.removeprefix(SPARK_HADOOP_PREFIX) == MARKERS_TYPE_KEY for key in hadoop
+        )
+        driver_hosts = False
         if hosts_marker_server(protocol) and config.markers_type != "direct":
-            # The driver's committer lives only while it sets the job up and while it commits: a marker server in
-            # it would be gone while the tasks write (each would find it refused and fall back). Direct markers
-            # need no server; the running tasks beat the job's heartbeat (run_task's keep_alive).
-            log.debug("%s: direct write markers (no driver process hosts a marker server here)", url)
-            config = dataclasses.replace(config, markers_type="direct")
+            if driver_address is not None and batched_asked:
+                driver_hosts = True
+                if config.markers_server_address is None:
+                    config = dataclasses.replace(config, markers_server_address=driver_address)
+            else:
+                # Unless the driver outlives the tasks and batched markers are asked for: the driver's committer
+                # lives only while it sets the job up and while it commits, and a marker server in it would be gone
+                # while the tasks write. Direct markers need no server (and cost a task writing many files in
+                # sequence no batch interval each); the running tasks beat the job's heartbeat (keep_alive).
+                log.debug("%s: direct write markers (no driver process hosts a marker server here)", url)
+                config = dataclasses.replace(config, markers_type="direct")
         return cls(
             destination=url,
             job_id=f"{framework}-{uuid.uuid4()}",
@@ -155,6 +179,7 @@ class WriteJob:
             storage_options=dict(storage_options or {}),
             config=config,
             protocol=protocol,
+            driver_hosts_markers=driver_hosts,
         )
 
     @property
@@ -208,10 +233,39 @@ def begin(job: WriteJob) -> bool:
             log.info("%s holds data: nothing written (save mode ignore)", job.destination)
             return False
         raise DestinationExistsError(f"{job.destination}: the destination already holds data (save mode errorifexists)")
-    with job.committer() as committer:
+    committer = job.committer()
+    try:
         committer.setup_job()
+    except BaseException:
+        committer.close()
+        raise
+    if job.driver_hosts_markers:
+        with _DRIVERS_LOCK:
+            _DRIVERS[job.job_id] = committer  # its marker server serves the tasks until the job ends
+    else:
+        committer.close()
     log.info("Set up job %s writing %s into %s", job.job_id, job.output_format.name, job.destination)
     return True
+
+
+_DRIVERS: dict[str, CommitterBase] = {}
+"""Job id -> the committer that set the job up in this process (the driver) and hosts its marker server."""
+_DRIVERS_LOCK = threading.Lock()
+
+
+def _driver_committer(job: WriteJob) -> CommitterBase:
+    """The committer of the job's driver side: the one ``begin`` kept (taken: the caller closes it), else new."""
+    with _DRIVERS_LOCK:
+        kept = _DRIVERS.pop(job.job_id, None)
+    return kept if kept is not None else job.committer()
+
+
+def release_driver(job: WriteJob) -> None:
+    """Close the committer ``begin`` kept for the job, if it is still open (its job commit ran elsewhere)."""
+    with _DRIVERS_LOCK:
+        kept = _DRIVERS.pop(job.job_id, None)
+    if kept is not None:
+        kept.close()
 
 
 @dataclass(frozen=True)
@@ -401,7 +455,7 @@ def accepted_results(job: WriteJob, results: Iterable[object]) -> list[TaskResul
 def commit_write(job: WriteJob, results: Iterable[object]) -> SuccessData:
     """Commit the job from exactly the delivered attempts, replacing old output for overwrite; its summary."""
     accepted = accepted_results(job, results)
-    with job.committer() as committer:
+    with _driver_committer(job) as committer:
         for result in accepted:
             if not result.committed:
                 committer.commit_task(committer.task_attempt(result.task_id, result.task_attempt_id), result.outputs)
@@ -429,7 +483,7 @@ def commit_write(job: WriteJob, results: Iterable[object]) -> SuccessData:
 def abort_write(job: WriteJob) -> None:
     """Abort the job after a failure; the destination is left as it was before the job. Never raises."""
     try:
-        with job.committer() as committer:
+        with _driver_committer(job) as committer:
             committer.abort_job()
     except Exception:
         log.exception("Abort of job %s into %s failed", job.job_id, job.destination)

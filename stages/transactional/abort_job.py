@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import MarkerError
 from ...markers.layout import MarkerPaths, batched_file_index
 from ...parallel import run_bounded
 from ...paths import JobPaths
 from ...protocols.transactional.records import TransactionPaths, parse_data_file_name
 from ...statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
+from ...store import LinkInPathError
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job
-from ..marker_reads import read_job_markers
+from ..marker_reads import read_job_markers, skipped_diagnostics
 
 log = logging.getLogger(__name__)
 
@@ -34,20 +35,28 @@ class TransactionalAbortJobResult:
     deleted: tuple[str, ...]
     """URLs of the data files deleted (or, in a dry run, that would be)."""
     cleanup: CleanupResult | None
+    skipped: tuple[str, ...] = ()
+    """Markers not followed, each naming the marker file (and line) and why: a marker of a file this job did not
+    write, a path outside the destination, or through a symbolic link out of it. Nothing they name was deleted."""
 
     @property
     def files_reverted(self) -> int:
         return len(self.deleted)
+
+    @property
+    def diagnostics(self) -> dict[str, str]:
+        return skipped_diagnostics(self.skipped)
 
 
 class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, TransactionalAbortJobResult]):
     """Roll the job back from its markers alone (no marker server needed), then delete ``_started_<tid>`` and the
     job's state.
 
-    Every marker is checked to name a file of this job's transaction before anything is deleted: a crafted
-    ``MARKERS`` line naming a committed file of another job is a ``MarkerError`` and nothing changes. Safe to
-    repeat after a kill at any point: what is gone stays gone, what is left is found again through the markers.
-    After the commit point (``_committed_<tid>`` in place) the output stays.
+    Only a marker naming a file of this job's transaction (its name carries the job's tid) is followed: a crafted
+    ``MARKERS`` line naming another job's committed file, another tool's file or a path outside the destination
+    is skipped and reported (``skipped``), and a file behind a symbolic link out of the destination is never
+    deleted. Safe to repeat after a kill at any point: what is gone stays gone, what is left is found again
+    through the markers. After the commit point (``_committed_<tid>`` in place) the output stays.
     """
 
     name = JOB_STAGE_ABORT
@@ -57,65 +66,122 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
         if self.info(transaction.committed) is not None:
             log.info("%s: job %s is committed; keeping its output", self.name, self.paths.job_id)
             return TransactionalAbortJobResult(True, (), None if arguments.dry_run else self._cleanup())
-        targets = marker_named_files(self, transaction)
+        named = marker_named_relatives(self, transaction)
+        targets = [transaction.data_path(relative) for relative in sorted(named.relatives)]
         if arguments.dry_run:
             present = [path for path in targets if self.info(path) is not None]
-            return TransactionalAbortJobResult(False, tuple(self.to_url(p) for p in present), None)
-        deleted: list[str] = []
-
-        def delete(path: str) -> str | None:
-            found = self.call(OP_DELETE_FILE_UNDER_DESTINATION, lambda: self.delete_file(path, retry=False), path)
-            return self.to_url(path) if found else None
-
-        run_bounded(
-            self.context.pool,
-            targets,
-            delete,
-            max_in_flight=self.context.max_in_flight,
-            on_result=lambda url: deleted.append(url) if url else None,
-        )
-        remove_emptied_directories(self, targets)  # also those an earlier, killed abort emptied
+            return TransactionalAbortJobResult(False, tuple(self.to_url(p) for p in present), None, named.skipped)
+        outcome = delete_named_files(self, targets)
+        remove_emptied_directories(self, outcome.followed)  # also those an earlier, killed abort emptied
         self.delete_file(transaction.started)
         retire_batched_markers(self, transaction.job)
         cleanup = self._cleanup()
-        log.info("%s: deleted %d data files of job %s", self.name, len(deleted), self.paths.job_id)
-        return TransactionalAbortJobResult(False, tuple(sorted(deleted)), cleanup)
+        skipped = named.skipped + outcome.skipped
+        log.info(
+            "%s: deleted %d data files of job %s (%d markers skipped)",
+            self.name,
+            len(outcome.deleted),
+            self.paths.job_id,
+            len(skipped),
+        )
+        return TransactionalAbortJobResult(False, tuple(self.to_url(p) for p in outcome.deleted), cleanup, skipped)
 
     def _cleanup(self) -> CleanupResult:
         return clean_up_job(self, suppress_errors=False)
 
 
-def marker_named_files(gate: Stage[Any, Any], transaction: TransactionPaths) -> list[str]:
-    """Store paths of the data files named by the markers of this job attempt and of the job's earlier attempts
-    (a job attempt that died left its files under the same tid), sorted; see ``marker_named_relatives``."""
-    return [transaction.data_path(relative) for relative in sorted(marker_named_relatives(gate, transaction))]
+@dataclass(frozen=True, slots=True)
+class NamedFiles:
+    """What the markers of a job's attempts name: this transaction's files, and what was skipped."""
+
+    relatives: set[str]
+    """Destination-relative paths of this transaction's files."""
+    skipped: tuple[str, ...]
+    """Markers not followed, each naming the marker file (and line) and why."""
 
 
 def marker_named_relatives(
     gate: Stage[Any, Any], transaction: TransactionPaths, admitted: AbstractSet[str] = frozenset()
-) -> set[str]:
+) -> NamedFiles:
     """The destination-relative paths of the data files the markers of this job attempt and its earlier attempts
-    name; ``MarkerError`` for a marker naming anything that is not a file of this transaction. Each attempt's
-    ``MARKERS<i>`` files are read in parallel on the stage's pool (``marker_reads``).
+    name, keeping only files of this transaction (their names carry its tid); the others are skipped, with the
+    entries the reader could not take as markers. Each attempt's ``MARKERS<i>`` files are read in parallel on the
+    stage's pool (``marker_reads``).
 
     ``admitted``: relative paths the caller has already proved files of this transaction (a job commit's
     admitted manifest entries), whose markers need no second check of their names."""
     tid = transaction.tid  # a hash of the job id: computed once, not once a marker
     relatives: set[str] = set()
+    skipped: list[str] = []
     for attempt in _attempts_up_to(gate, transaction.job):
         marker_paths = MarkerPaths(JobPaths(transaction.job.dest, transaction.job.job_id, attempt))
-        for marker in read_job_markers(gate, marker_paths).markers:
+        found = read_job_markers(gate, marker_paths)
+        skipped.extend(found.skipped)
+        for marker in found.markers:
             if marker.data_file in admitted:
                 relatives.add(marker.data_file)
                 continue
             parsed = parse_data_file_name(marker.data_file.rpartition("/")[2])
             if parsed is None or parsed.tid != tid:
-                raise MarkerError(
-                    f"{gate.to_url(marker_paths.markers_dir)}: a marker names {marker.data_file!r}, which is not "
-                    f"a file of transaction {tid}; refusing to delete it"
+                skipped.append(
+                    f"{gate.to_url(marker_paths.markers_dir)}: a marker names {marker.data_file!r}, which is not a "
+                    f"file of transaction {tid}: not followed"
                 )
+                continue
             relatives.add(marker.data_file)
-    return relatives
+    if skipped:
+        log.warning(
+            "%s: %d markers of job %s skipped (nothing they name is deleted), e.g. %s",
+            gate.name,
+            len(skipped),
+            transaction.job.job_id,
+            skipped[0],
+        )
+    return NamedFiles(relatives, tuple(sorted(skipped)))
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOutcome:
+    """What ``delete_named_files`` did."""
+
+    deleted: list[str]
+    """Store paths of the files that were there and are deleted, sorted."""
+    followed: list[str]
+    """Store paths whose way from the destination holds no symbolic link: their emptied parents may go."""
+    skipped: tuple[str, ...]
+    """Paths not followed: a directory on the way is a symbolic link (local disk)."""
+
+
+def delete_named_files(gate: Stage[Any, Any], targets: Iterable[str]) -> DeleteOutcome:
+    """Delete each store path below the destination in parallel on the job's pool (each tried once, timed as
+    ``op_delete_file_under_destination``), never through a symbolic link out of it: such a path is skipped and
+    reported."""
+    paths = list(targets)
+    deleted: list[str] = []
+    linked: list[str] = []
+
+    def one(path: str) -> tuple[str, str]:
+        try:
+            found = gate.call(OP_DELETE_FILE_UNDER_DESTINATION, lambda: gate.delete_file_below(path, retry=False), path)
+        except LinkInPathError:
+            return path, "link"
+        return path, "deleted" if found else ""
+
+    def record(result: tuple[str, str]) -> None:
+        path, what = result
+        if what == "deleted":
+            deleted.append(path)
+        elif what == "link":
+            linked.append(path)
+
+    run_bounded(gate.context.pool, paths, one, max_in_flight=gate.context.max_in_flight, on_result=record)
+    skipped = tuple(
+        sorted(f"{gate.to_url(path)}: a directory on the way is a symbolic link: not followed" for path in linked)
+    )
+    if skipped:
+        log.warning("%s: %d files not deleted through a symbolic link, e.g. %s", gate.name, len(skipped), skipped[0])
+    followed = sorted(set(paths) - set(linked))
+    return DeleteOutcome(sorted(deleted), followed, skipped)
 
 
 def retire_batched_markers(gate: Stage[Any, Any], job: JobPaths) -> None:

@@ -10,6 +10,7 @@ from ...protocols.transactional.records import TransactionPaths, attempt_tag, pa
 from ...statistic_names import TASK_STAGE_ABORT_TASK
 from ..base import Stage
 from ..marker_reads import read_job_markers
+from .abort_job import delete_named_files
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,4 +38,4 @@ class TransactionalAbortTaskStage(Stage[TransactionalAbortTaskArguments, int]):
                 parsed = parse_data_file_name(posixpath.basename(marker.data_file))
                 if parsed is not None and parsed.tid == transaction.tid and parsed.tag == tag:
                     finals.append(marker.data_file)
-        return sum(self.delete_file(transaction.data_path(final)) for final in sorted(finals))
+        return len(delete_named_files(self, [transaction.data_path(final) for final in sorted(finals)]).deleted)

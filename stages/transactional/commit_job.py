@@ -1,8 +1,9 @@
 """TransactionalCommitJob: publish the job by writing ``_committed_<tid>``; no data file moves.
 
 Steps: (1) a job whose ``_committed_<tid>`` is in place is committed: finish ``_SUCCESS`` and cleanup, return
-its summary; (2) load the accepted task manifests and admit what they name (this job's tid, the manifest's own
-attempt tag, inside the destination); (3) write ``commit-started`` (the accepted attempts, so a late task
+its summary; (2) load the accepted attempts' manifests (one per attempt; without ``accepted_attempts`` the first
+saved of each task) and admit what they name (this job's tid, the manifest's own attempt tag, inside the
+destination); (3) write ``commit-started`` (the accepted attempts, so a late task
 commit fails rather than report success); (4) delete every file the job's markers name that no accepted
 manifest lists: the files of failed, superseded and speculative attempts; (5) write ``_committed_<tid>`` with
 ``added`` and ``removed``: the commit point, one small file; (6) ``_SUCCESS`` and ``commit-finished``; (7) cleanup.
@@ -21,7 +22,7 @@ from itertools import repeat
 
 from ...admission import all_destination_relatives_admitted, check_manifest_ids, destination_relative_problem
 from ...errors import JobStateError, ManifestError, OutputValidationError
-from ...manifest import TaskManifest
+from ...manifest import MANIFEST_SUFFIX, TaskManifest
 from ...parallel import run_bounded
 from ...paths import HIDDEN_PREFIXES
 from ...protocols.transactional.records import (
@@ -39,7 +40,6 @@ from ...statistic_names import (
     COMMITTER_TASKS_COMPLETED,
     JOB_STAGE_LOAD_MANIFESTS,
     JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT,
-    OP_DELETE_FILE_UNDER_DESTINATION,
     OP_LOAD_MANIFEST,
 )
 from ...store import FileStatus
@@ -47,7 +47,8 @@ from ...success_data import SuccessData
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job, summary_in_trash
 from ..journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
-from .abort_job import marker_named_relatives, remove_emptied_directories
+from ..marker_reads import skipped_diagnostics
+from .abort_job import delete_named_files, marker_named_relatives, remove_emptied_directories
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         added = {relative: size for manifest in loaded for relative, size in manifest.files}
         if self.config.validate_output:
             self._validate(transaction, added)
-        stragglers = self._delete_stragglers(transaction, set(added))
+        stragglers, skipped = self._delete_stragglers(transaction, set(added))
         removed = self._removed(arguments.removed, set(added))
         record = TransactionRecord(tuple(sorted(added)), tuple(removed), self.paths.job_id)
         self.write_bytes(transaction.committed, record.to_json())  # the commit point
@@ -123,6 +124,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         self.stats.set_counter(COMMITTER_BYTES_COMMITTED, sum(added.values()))
         self.stats.set_counter(COMMITTER_TASKS_COMPLETED, len(loaded))
         success = self._summary(sorted(added))
+        success.diagnostics.update(skipped_diagnostics(skipped))
         self._publish(success)
         self._cleanup(arguments)
         return TransactionalCommitJobResult(success, len(loaded), len(added), stragglers, removed=len(removed))
@@ -130,26 +132,43 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
     # --- steps ----------------------------------------------------------------------------------------------------
 
     def _load(self, transaction: TransactionPaths, accepted: Mapping[str, str] | None) -> list[_Loaded]:
+        """One manifest per task: the accepted attempt's, or else the first saved (earliest modification time,
+        ties to the smallest attempt id), as the upload protocol chooses. Each attempt saved its own
+        (``manifests/$taskAttemptId-manifest.json``), so a late losing attempt never displaces the accepted one."""
         with self.stats.track(JOB_STAGE_LOAD_MANIFESTS):
-            statuses = [s for s in self.list_dir(self.paths.manifest_dir) if s.path.endswith("-manifest.json")]
+            statuses = [s for s in self.list_dir(self.paths.manifest_dir) if s.path.endswith(MANIFEST_SUFFIX)]
             if accepted is not None:
-                by_task = {posixpath.basename(s.path).removesuffix("-manifest.json"): s for s in statuses}
-                missing = sorted(task for task in accepted if task not in by_task)
+                by_attempt = {posixpath.basename(s.path).removesuffix(MANIFEST_SUFFIX): s for s in statuses}
+                missing = sorted(
+                    f"{task}: {attempt}" for task, attempt in accepted.items() if attempt not in by_attempt
+                )
                 if missing:
                     raise ManifestError(
-                        f"{self.to_url(self.paths.manifest_dir)}: no manifest of accepted task(s) {', '.join(missing)}"
+                        f"{self.to_url(self.paths.manifest_dir)}: no manifest of accepted attempt(s) "
+                        f"{', '.join(missing)}"
                     )
-                statuses = [by_task[task] for task in sorted(accepted)]
-            loaded: list[_Loaded] = []
+                statuses = [by_attempt[accepted[task]] for task in sorted(accepted)]
+            loaded: list[tuple[_Loaded, FileStatus]] = []
             run_bounded(
                 self.context.pool,
                 statuses,
-                lambda status: self._load_one(transaction, status, accepted),
+                lambda status: (self._load_one(transaction, status, accepted), status),
                 max_in_flight=self.context.max_in_flight,
                 on_result=loaded.append,
             )
+        first: dict[str, _Loaded] = {}
+        for manifest, _ in sorted(
+            loaded,
+            key=lambda pair: (
+                pair[1].modified if pair[1].modified is not None else float("inf"),
+                pair[0].task_attempt_id,
+            ),
+        ):
+            first.setdefault(manifest.task_id, manifest)
+        if accepted is not None and set(first) != set(accepted):
+            raise ManifestError(f"{self.to_url(self.paths.manifest_dir)}: two accepted attempts of one task")
         seen: dict[str, str] = {}
-        for manifest in loaded:
+        for manifest in first.values():
             for relative, _ in manifest.files:
                 if relative in seen:
                     raise ManifestError(
@@ -157,7 +176,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                         f"{manifest.task_id}"
                     )
                 seen[relative] = manifest.task_id
-        return sorted(loaded, key=lambda manifest: manifest.task_id)
+        return sorted(first.values(), key=lambda manifest: manifest.task_id)
 
     def _load_one(
         self, transaction: TransactionPaths, status: FileStatus, accepted: Mapping[str, str] | None
@@ -167,6 +186,8 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         check_manifest_ids(manifest.job_id, manifest.task_id, manifest.task_attempt_id, url)
         if manifest.job_id != self.paths.job_id:
             raise ManifestError(f"{url}: manifest of job {manifest.job_id!r}, not of job {self.paths.job_id!r}")
+        if posixpath.basename(status.path) != manifest.task_attempt_id + MANIFEST_SUFFIX:
+            raise ManifestError(f"{url}: field taskAttemptID {manifest.task_attempt_id!r} does not match the file name")
         if accepted is not None and accepted.get(manifest.task_id) != manifest.task_attempt_id:
             raise ManifestError(
                 f"{url}: manifest of attempt {manifest.task_attempt_id}, but attempt "
@@ -243,26 +264,16 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
 
             run_bounded(self.context.pool, sorted(added), check, max_in_flight=self.context.max_in_flight)
 
-    def _delete_stragglers(self, transaction: TransactionPaths, committed: set[str]) -> int:
-        """Delete what the markers name beyond the committed files; returns how many files were there."""
+    def _delete_stragglers(self, transaction: TransactionPaths, committed: set[str]) -> tuple[int, tuple[str, ...]]:
+        """Delete what the markers name beyond the committed files; returns how many files were there, and the
+        markers not followed (see ``marker_named_relatives``, ``delete_named_files``)."""
         named = marker_named_relatives(self, transaction, admitted=committed)
-        doomed = [transaction.data_path(relative) for relative in sorted(named - committed)]
-        deleted: list[str] = []
-        run_bounded(
-            self.context.pool,
-            doomed,
-            lambda path: path if self.call(OP_DELETE_FILE_UNDER_DESTINATION, lambda: self._delete(path), path) else "",
-            max_in_flight=self.context.max_in_flight,
-            on_result=deleted.append,
-        )
-        remove_emptied_directories(self, doomed)  # also those a killed earlier run emptied
-        count = sum(1 for path in deleted if path)
-        if count:
-            log.info("%s: deleted %d files of attempts that were not committed", self.name, count)
-        return count
-
-    def _delete(self, path: str) -> bool:
-        return self.delete_file(path, retry=False)
+        doomed = [transaction.data_path(relative) for relative in sorted(named.relatives - committed)]
+        outcome = delete_named_files(self, doomed)
+        remove_emptied_directories(self, outcome.followed)  # also those a killed earlier run emptied
+        if outcome.deleted:
+            log.info("%s: deleted %d files of attempts that were not committed", self.name, len(outcome.deleted))
+        return len(outcome.deleted), named.skipped + outcome.skipped
 
     def _removed(self, paths: Sequence[str], added: set[str]) -> list[str]:
         removed = []

@@ -46,9 +46,10 @@ class TransactionalCommitTaskResult:
 class TransactionalCommitTaskStage(Stage[TransactionalCommitTaskArguments, TransactionalCommitTaskResult]):
     """Probe each of the attempt's files, then save a manifest naming them (source = destination).
 
-    Precondition: the attempt's files are closed. Postcondition: ``manifests/$taskId-manifest.json`` lists every
-    committed file with its size; a file the attempt opened but that is not in the store is a ``CommitterError``
-    naming it (a write that failed, or a file still open).
+    Precondition: the attempt's files are closed. Postcondition: ``manifests/$taskAttemptId-manifest.json`` (one
+    per attempt: two attempts of a task may both commit, and the job commit chooses) lists every committed file
+    with its size; a file the attempt opened but that is not in the store is a ``CommitterError`` naming it (a
+    write that failed, or a file still open).
     """
 
     name = TASK_STAGE_COMMIT
@@ -101,7 +102,7 @@ class TransactionalCommitTaskStage(Stage[TransactionalCommitTaskArguments, Trans
                 iostatistics=self.stats.snapshot(),
             )
 
-        saved = SaveTaskManifestStage(self.context).apply(SaveTaskManifestArguments(build))
+        saved = SaveTaskManifestStage(self.context).apply(SaveTaskManifestArguments(build, per_attempt=True))
         return TransactionalCommitTaskResult(saved.manifest)
 
     def _probe(self, paths: list[str]) -> list[FileStatus | None]:

@@ -11,6 +11,7 @@ from ...store.pending_upload import PendingUpload
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job
 from ..journal import committed_summary, read_commit_record
+from ..marker_reads import skipped_diagnostics
 from .commit_job import choose_attempts
 from .state import abort_each, find_job_uploads, load_attempt_manifest, manifest_statuses
 
@@ -34,8 +35,14 @@ class UploadAbortJobResult:
     cleanup: CleanupResult | None
     """``None`` in a dry run."""
     left: tuple[str, ...] = ()
-    """URLs of incomplete uploads left alone: at a key another job in flight marks too, and named by no record
-    of this job, so possibly that job's (``upload_state.find_job_uploads``)."""
+    """URLs of incomplete uploads left alone: at a key a marker of this job names, but not an upload this job
+    recorded starting, so possibly another writer's (``stages/upload/state.find_job_uploads``)."""
+    skipped: tuple[str, ...] = ()
+    """Marker entries that were not markers of this job (crafted or damaged), each naming where and why."""
+
+    @property
+    def diagnostics(self) -> dict[str, str]:
+        return skipped_diagnostics(self.skipped)
 
     @property
     def files_reverted(self) -> int:
@@ -48,9 +55,9 @@ class UploadAbortJobStage(Stage[UploadAbortJobArguments, UploadAbortJobResult]):
     Before the commit point (``_SUCCESS`` or ``commit-finished``): if a job commit began (``commit-started``),
     every object it may have completed is deleted when it is provably this job's (``S3Store.holds``: the
     writer's token and the multipart ETag), never otherwise. Then, committed or not, every incomplete upload of
-    the job is aborted: every upload at a key a marker of any attempt of the job names, found by one listing
-    (each upload's marker is durable before the upload starts, so no record needs reading), except one at a key
-    another job in flight also marks that no record of this job names (``find_job_uploads``). Repeatable: a
+    the job is aborted: every upload whose id the job recorded as it started it (``uploads/``), found by one
+    listing of the destination's uploads, never another writer's, even at a key a (crafted) marker of this job
+    names: such an upload is left and reported (``find_job_uploads``). Repeatable: a
     second abort finds nothing and succeeds. An object that ``delete.target.files`` replaced is not restored
     (S3 keeps no copy of it). A dry run makes the same decisions through the same calls, minus every change.
     """
@@ -81,7 +88,7 @@ class UploadAbortJobStage(Stage[UploadAbortJobArguments, UploadAbortJobResult]):
             "would be " if dry_run else "",
             len(left),
         )
-        return UploadAbortJobResult(committed, tuple(deleted), tuple(aborted), cleanup, left)
+        return UploadAbortJobResult(committed, tuple(deleted), tuple(aborted), cleanup, left, found.skipped)
 
     def _abort(self, targets: tuple[tuple[str, str], ...], *, dry_run: bool) -> list[str]:
         if dry_run:

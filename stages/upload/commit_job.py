@@ -27,6 +27,7 @@ import logging
 import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
 from ...iostatistics import DurationAccumulator
@@ -49,9 +50,12 @@ from ...success_data import SuccessData
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job
 from ..journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+from ..marker_reads import skipped_diagnostics
 from .state import (
     AttemptManifest,
-    abort_uploads,
+    JobUploads,
+    abort_each,
+    find_job_uploads,
     list_if_present,
     load_attempt_manifest,
     manifest_statuses,
@@ -104,6 +108,17 @@ def choose_attempts(
     return [first[task] for task in sorted(first)]
 
 
+def left_diagnostics(gate: Stage[Any, Any], found: JobUploads) -> dict[str, str]:
+    """The summary's diagnostics of markers skipped and of uploads left (at a marked key, never recorded)."""
+    diagnostics = skipped_diagnostics(found.skipped)
+    if found.left:
+        diagnostics["uploads.left"] = str(len(found.left))
+        diagnostics["uploads.left.detail"] = "\n".join(
+            f"{gate.to_url(path)} (upload id {upload_id})" for path, upload_id in found.left[:10]
+        )
+    return diagnostics
+
+
 class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult]):
     """See the module."""
 
@@ -137,11 +152,13 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
         self.stats.set_counter(COMMITTER_FILES_COMMITTED, len(uploads))
         self.stats.set_counter(COMMITTER_BYTES_COMMITTED, sum(upload.length for _, upload in uploads))
         self.stats.set_counter(COMMITTER_TASKS_COMPLETED, len(chosen))
+        others = find_job_uploads(self, {upload.upload_id for _, upload in uploads if upload.upload_id})
         success = self._summary(sorted(relative for relative, _ in uploads))
+        success.diagnostics.update(left_diagnostics(self, others))
         if self.config.mark_successful_jobs:
             self.write_bytes(self.paths.success_path, success.to_json())
         self.write_bytes(self.paths.commit_finished_path, success.to_json())  # the commit point
-        aborted = self._abort_others({upload.upload_id for _, upload in uploads if upload.upload_id})
+        aborted = len(abort_each(self, others.targets))
         self._cleanup()
         return UploadCommitJobResult(success, len(chosen), len(uploads), aborted)
 
@@ -291,10 +308,9 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
             run_bounded(self.context.pool, uploads, check, max_in_flight=self.context.max_in_flight)
 
     def _abort_others(self, keep: set[str]) -> int:
-        """Abort every upload still incomplete at a key the markers of any attempt of this job name. Every upload
-        of the job has its marker (written before the upload starts), so the markers and one paginated listing find
-        them all; records are read only for keys another job in flight marks too (``abort_uploads``)."""
-        return len(abort_uploads(self, (), keep))
+        """Abort every upload of this job still incomplete, bar ``keep``: those whose ids it recorded as it started
+        them (``find_job_uploads``), never another writer's."""
+        return len(abort_each(self, find_job_uploads(self, keep).targets))
 
     def _summary(self, committed: list[str]) -> SuccessData:
         success = SuccessData.create(self.paths.job_id, self.context.job_id_source, COMMITTER_COMMIT_JOB)

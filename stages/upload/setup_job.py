@@ -6,6 +6,8 @@ import uuid
 from dataclasses import dataclass
 
 from ...errors import JobStateError, OutputConflictError
+from ...markers.heartbeat import lease_document
+from ...markers.layout import MarkerPaths
 from ...protocols.upload.records import UPLOAD_PROTOCOL, UploadPaths
 from ...statistic_names import JOB_STAGE_SETUP
 from ..base import Stage
@@ -24,6 +26,8 @@ class UploadSetupJobStage(Stage[UploadSetupJobArguments, None]):
     line and rollback that this is an upload job, and a task commit that its job is live (object stores have no
     empty directories to say so). Its second line is a token of this call: a conditional PUT that took effect but
     whose answer was lost is retried and finds the file, and only the token tells "ours" from "set up before".
+    The job's lease (``markers/heartbeat``) is written before the sign, so that no rollback ever sees an upload job
+    without one and takes it for dead while it is being set up.
     """
 
     name = JOB_STAGE_SETUP
@@ -34,6 +38,9 @@ class UploadSetupJobStage(Stage[UploadSetupJobArguments, None]):
         if dest is not None and not dest.is_dir:
             raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
         sign = f"{UPLOAD_PROTOCOL}\n{uuid.uuid4().hex}\n".encode()
+        if self.info(layout.protocol_file) is None:
+            lease = lease_document(self.paths.job_id, self.config.heartbeat_expiry_seconds)
+            self.write_bytes(MarkerPaths(self.paths).heartbeat, lease)
         try:
             self.put_if_absent(layout.protocol_file, sign)
         except FileExistsError:

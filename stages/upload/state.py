@@ -13,17 +13,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ManifestError, MarkerError
+from ...errors import ManifestError
 from ...manifest import TaskManifest
 from ...markers.layout import MarkerPaths
 from ...parallel import run_bounded
-from ...paths import TEMPORARY_DIR, TRASH_DIR, JobPaths, is_valid_id
+from ...paths import JobPaths
 from ...protocols.upload.records import (
     ATTEMPT_MANIFEST_SUFFIX,
     PENDING_SUFFIX,
     PendingRecord,
     UploadPaths,
     admit_upload,
+    started_record_id,
+    upload_id_of_record,
 )
 from ...statistic_names import COMMITTER_COMMITS_ABORTED, OP_LOAD_FILE, OP_LOAD_MANIFEST
 from ...store import FileStatus
@@ -128,7 +130,13 @@ def job_attempt_numbers(gate: Gate, job_id: str) -> list[int]:
 
 
 def job_marker_keys(gate: Gate, job_id: str | None = None) -> set[str]:
-    """Store paths of the keys the markers of EVERY attempt of ``job_id`` (default: this job) name.
+    """Store paths of the keys the markers of EVERY attempt of ``job_id`` (default: this job) name."""
+    return job_markers(gate, job_id)[0]
+
+
+def job_markers(gate: Gate, job_id: str | None = None) -> tuple[set[str], tuple[str, ...]]:
+    """Store paths of the keys the markers of EVERY attempt of ``job_id`` (default: this job) name, and the
+    marker entries skipped as not markers of this job (``MarkerSet.skipped``).
 
     Every attempt, not only this one: the job's cleanup deletes the whole job directory, so an earlier job
     attempt's uploads would otherwise lose the only record that finds them."""
@@ -137,72 +145,44 @@ def job_marker_keys(gate: Gate, job_id: str | None = None) -> set[str]:
     if job == gate.paths.job_id:
         attempts.add(gate.paths.job_attempt)
     keys: set[str] = set()
+    skipped: list[str] = []
     for attempt in sorted(attempts):
-        keys |= read_job_markers(gate, MarkerPaths(JobPaths(gate.paths.dest, job, attempt))).data_files
-    return keys
+        found = read_job_markers(gate, MarkerPaths(JobPaths(gate.paths.dest, job, attempt)))
+        keys |= found.data_files
+        skipped.extend(found.skipped)
+    return keys, tuple(skipped)
 
 
-@dataclass(frozen=True, slots=True)
-class JobUploads:
-    """The incomplete uploads of a job, as the abort of its leftovers decides them (``find_job_uploads``)."""
-
-    targets: tuple[tuple[str, str], ...]
-    """(store path, upload id) of each incomplete upload to abort: provably this job's."""
-    left: tuple[tuple[str, str], ...]
-    """Incomplete uploads at a key that another job in flight marks too, that no record of this job names: they
-    may be the other job's, so they are left alone (its own commit or abort settles them)."""
-
-
-def _other_jobs_keys(gate: Gate) -> set[str] | None:
-    """Keys the markers of the other jobs in flight under ``_temporary`` name; ``None`` if one cannot be read
-    (then every key may be shared)."""
-    keys: set[str] = set()
-    temporary = posixpath.join(gate.paths.dest, TEMPORARY_DIR)
-    for status in list_if_present(gate, temporary):
-        name = posixpath.basename(status.path.rstrip("/"))
-        if not status.is_dir or name in (gate.paths.job_id, TRASH_DIR) or not is_valid_id(name):
-            continue
-        try:
-            keys |= job_marker_keys(gate, name)
-        except (MarkerError, ManifestError) as error:
-            log.warning(
-                "%s: cannot read the markers of job %s (%s); treating every key as shared", gate.name, name, error
-            )
-            return None
-    return keys
-
-
-def _recorded_ids(gate: Gate) -> set[str]:
-    """The upload ids this job's ``.pending`` records name (every attempt of the job), read in parallel."""
-    layouts = [
-        UploadPaths(JobPaths(gate.paths.dest, gate.paths.job_id, n))
-        for n in job_attempt_numbers(gate, gate.paths.job_id)
-    ]
-    work = [(layout, attempt) for layout in layouts for attempt in recorded_attempts(gate, layout)]
-    statuses: list[tuple[UploadPaths, str, FileStatus]] = []
-    for layout, attempt in work:
-        statuses.extend(
-            (layout, attempt, status)
-            for status in list_if_present(gate, layout.attempt_pending_dir(attempt))
-            if not status.is_dir and status.path.endswith(PENDING_SUFFIX)
-        )
+def recorded_upload_ids(gate: Gate) -> set[str]:
+    """Every upload id this job recorded as it started an upload (``uploads/`` of each of its job attempts): one
+    listing per job attempt; only a record named by a digest (a very long id) is read."""
+    attempts = set(job_attempt_numbers(gate, gate.paths.job_id)) | {gate.paths.job_attempt}
     ids: set[str] = set()
+    by_digest: list[str] = []
+    for attempt in sorted(attempts):
+        layout = UploadPaths(JobPaths(gate.paths.dest, gate.paths.job_id, attempt))
+        for status in list_if_present(gate, layout.started_dir):
+            if status.is_dir:
+                continue
+            upload_id = upload_id_of_record(posixpath.basename(status.path))
+            if upload_id is None:
+                by_digest.append(status.path)
+            else:
+                ids.add(upload_id)
 
-    def read(item: tuple[UploadPaths, str, FileStatus]) -> str | None:
-        layout, attempt, status = item
-        data = gate.read_bytes_if_present(status.path, OP_LOAD_FILE)
+    def read(path: str) -> str | None:
+        data = gate.read_bytes_if_present(path, OP_LOAD_FILE)
         if data is None:
             return None
         try:
-            record = PendingRecord.from_json(data, gate.to_url(status.path), layout.job, attempt)
+            return started_record_id(data, gate.to_url(path), gate.paths.job_id)
         except ManifestError as error:
             log.warning("%s: skipping a record that cannot be admitted: %s", gate.name, error)
             return None
-        return record.upload.upload_id
 
     run_bounded(
         gate.context.pool,
-        statuses,
+        by_digest,
         read,
         max_in_flight=gate.context.max_in_flight,
         on_result=lambda upload_id: ids.add(upload_id) if upload_id else None,
@@ -210,59 +190,47 @@ def _recorded_ids(gate: Gate) -> set[str]:
     return ids
 
 
-def find_job_uploads(gate: Gate, keep: set[str]) -> JobUploads:
-    """Every incomplete upload of this job whose id is not in ``keep``: the markers of every attempt of the job
-    and ONE paginated listing of the destination's uploads find them (every upload has its marker, durable
-    before the upload starts), without reading each record.
+@dataclass(frozen=True, slots=True)
+class JobUploads:
+    """The incomplete uploads of a job, as the abort of its leftovers decides them (``find_job_uploads``)."""
 
-    Exact: an upload at a key no marker of the job names is never taken (so never by clearing the bucket). An
-    upload at a key that another job in flight under ``_temporary`` marks too is taken only if a record of this
-    job names its id (those records are read, in parallel, only then); otherwise it is left, and reported."""
-    keys = job_marker_keys(gate)
-    if not keys:
-        return JobUploads((), ())
+    targets: tuple[tuple[str, str], ...]
+    """(store path, upload id) of each incomplete upload to abort: one this job recorded starting."""
+    left: tuple[tuple[str, str], ...]
+    """Incomplete uploads at a key a marker of this job names, whose id this job never recorded: another
+    writer's (a crafted marker), or one a task started and was killed before recording: left alone, reported."""
+    skipped: tuple[str, ...] = ()
+    """Marker entries that were not markers of this job (``MarkerSet.skipped``)."""
+
+
+def find_job_uploads(gate: Gate, keep: set[str]) -> JobUploads:
+    """Every incomplete upload of this job whose id is not in ``keep``, by the ids it recorded as it started
+    them (``recorded_upload_ids``), found by ONE paginated listing of the destination's uploads.
+
+    Exact: an upload is aborted only if this job recorded its id, so never another writer's, even at a key this
+    job also writes or a crafted marker names, and never by clearing the bucket. An upload at a key a marker of
+    the job names that the job never recorded is left and reported (``left``)."""
+    keys, skipped = job_markers(gate)
+    ours = recorded_upload_ids(gate) - keep
+    if not keys and not ours:
+        return JobUploads((), (), skipped)
     listed = [
         (upload.path, upload.upload_id)
         for upload in gate.list_uploads(gate.paths.dest.rstrip("/") + "/")
-        if upload.path in keys and upload.upload_id not in keep
+        if upload.upload_id not in keep
     ]
-    if not listed:
-        return JobUploads((), ())
-    shared = _other_jobs_keys(gate)
-    if shared is not None and not any(path in shared for path, _ in listed):
-        return JobUploads(tuple(sorted(set(listed))), ())
-    ours = _recorded_ids(gate)
-    targets, left = [], []
-    for path, upload_id in sorted(set(listed)):
-        if upload_id in ours or (shared is not None and path not in shared):
-            targets.append((path, upload_id))
-        else:
-            left.append((path, upload_id))
+    targets = sorted({(path, upload_id) for path, upload_id in listed if upload_id in ours})
+    left = sorted({(path, upload_id) for path, upload_id in listed if upload_id not in ours and path in keys})
     if left:
         log.warning(
-            "%s: leaving %d incomplete uploads at keys another job in flight also marks (no record of job %s names "
-            "them), e.g. %s",
+            "%s: leaving %d incomplete uploads at keys job %s marks, whose ids it never recorded (another writer's, "
+            "or an upload whose task was killed as it started it), e.g. %s",
             gate.name,
             len(left),
             gate.paths.job_id,
             gate.to_url(left[0][0]),
         )
-    return JobUploads(tuple(targets), tuple(left))
-
-
-def abort_uploads(
-    gate: Gate, recorded: Iterable[PendingUpload], keep: set[str], *, with_markers: bool = True
-) -> list[str]:
-    """Abort every incomplete upload of this job whose id is not in ``keep``: those ``recorded``, plus (with
-    markers) those ``find_job_uploads`` finds. Never an upload at a key no marker of the job names, and never
-    by clearing the bucket. Returns the URLs of the keys whose upload went."""
-    targets: dict[tuple[str, str], None] = {}
-    for upload in recorded:
-        if upload.upload_id is not None and upload.upload_id not in keep:
-            targets[(upload.path, upload.upload_id)] = None
-    if with_markers:
-        targets.update(dict.fromkeys(find_job_uploads(gate, keep).targets))
-    return abort_each(gate, sorted(targets))
+    return JobUploads(tuple(targets), tuple(left), skipped)
 
 
 def abort_each(gate: Gate, targets: Iterable[tuple[str, str]]) -> list[str]:

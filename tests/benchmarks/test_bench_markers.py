@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -46,7 +47,8 @@ def _check(result: Result, case: Case) -> None:
         assert result.server_flushes == 0
     else:
         assert result.server_flushes >= 1
-        assert result.calls["write_bytes"] >= result.server_flushes
+        flushes = result.calls.get("write_bytes", 0) + result.calls.get("append_bytes", 0)
+        assert flushes >= result.server_flushes
 
 
 @pytest.mark.parametrize("marker_type", ["direct", "batched"])
@@ -147,3 +149,27 @@ def test_json_output_holds_results_and_ratios(tmp_path: Path, capsys: pytest.Cap
     assert [row["case"] for row in document["results"]] == [result.case for result in results]
     assert document["ratios"][0]["throughput"] == 0.25
     assert "| batched 10 ms, local disk | 0.25 |" in capsys.readouterr().out
+
+
+def test_writers_on_another_host_reach_the_server_and_medians_are_reported(tmp_path: Path) -> None:
+    """``--other-host``: writer processes in a network namespace of their own, the server at 192.0.2.1; no writer
+    falls back to direct markers, and ``--repeat`` reports each case's median."""
+    out = tmp_path / "results.json"
+    argv = ["--other-host", "--stores", "local", "--processes", "1", "--threads", "2", "--markers", "3"]
+    bench_markers.main([*argv, "--intervals", "5", "--repeat", "2", "--root", str(tmp_path), "--json", str(out)])
+
+    document = json.loads(out.read_text())
+    assert len(document["results"]) == 4 and len(document["medians"]) == 2
+    assert all(result["fallbacks"] == 0 and result["read_back"] == 6 for result in document["results"])
+    assert [median["case"] for median in document["medians"]] == [
+        "direct, local disk (median of 2)",
+        "batched 5 ms, local disk (median of 2)",
+    ]
+
+
+def test_the_other_host_run_leaves_the_calling_process_in_its_own_network_namespace(tmp_path: Path) -> None:
+    """A test (or any caller) of ``main`` keeps its network: the benchmark moves a process of its own."""
+    before = os.readlink("/proc/self/ns/net")
+    argv = ["--other-host", "--stores", "local", "--processes", "1", "--threads", "1", "--markers", "1"]
+    bench_markers.main([*argv, "--intervals", "5", "--root", str(tmp_path)])
+    assert os.readlink("/proc/self/ns/net") == before

@@ -34,8 +34,9 @@ from tests.markers.conftest import MarkerJob, marker_job
 
 def publish(job: MarkerJob, port: int) -> None:
     """A ``server.json`` naming ``port`` on the loopback, as if a server had published it."""
-    state = ServerState("127.0.0.1", port, "token", job.paths.job.job_id, job.paths.markers_dir, 1, 0)
+    state = ServerState("127.0.0.1", port, job.paths.job.job_id, job.paths.markers_dir, 1, 0, "server-id")
     job.store.write_bytes(job.paths.server_state, state.to_json())
+    job.store.write_private_bytes(job.paths.secret, b"5" * 64)
 
 
 def free_port() -> int:
@@ -103,7 +104,8 @@ def test_a_server_that_never_answers_costs_one_timeout_then_direct(job: MarkerJo
 def test_a_failed_flush_falls_back_to_direct_for_that_marker_only(job: MarkerJob) -> None:
     faulty = FaultInjectingStore(job.store)
     with job.with_store(faulty).server() as server:
-        faulty.add_fault(Fault("write_bytes", path_contains="/MARKERS", times=3))  # every attempt of one flush
+        flush = "append_bytes" if job.store.capabilities.appendable else "write_bytes"
+        faulty.add_fault(Fault(flush, path_contains="/MARKERS", times=3))  # every attempt of one flush
         client = MarkerClient(job.store, job.paths, job.retry)
 
         client.create("a.csv")  # the server answers 500: written directly

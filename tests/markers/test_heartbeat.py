@@ -80,14 +80,23 @@ def test_a_batched_job_is_alive_while_its_server_answers(job: MarkerJob) -> None
 
 
 def test_another_server_on_the_published_port_does_not_keep_the_job_alive(job: MarkerJob) -> None:
-    """After a driver died, its port may be reused by another job's server: the token tells them apart."""
+    """After a driver died, its port may be reused by another server: the server id tells them apart."""
     other = job.server().start()
     try:
         assert other.state is not None
-        stale = ServerState(
-            other.state.host, other.state.port, "dead-drivers-token", "job", job.paths.markers_dir, 1, 0
-        )
+        stale = ServerState(other.state.host, other.state.port, "job", job.paths.markers_dir, 1, 0, "dead-drivers-id")
         job.store.write_bytes(job.paths.server_state, stale.to_json())
         assert job_liveness(job.store, job.paths, job.retry).dead
     finally:
         other.stop()
+
+
+def test_a_heartbeat_never_brings_back_the_state_of_a_job_that_ended_elsewhere(job: MarkerJob) -> None:
+    """The driver still holds the job while another process commits it and deletes its state (Spark's data
+    source): the next beat finds the state gone and stops, instead of writing a heartbeat into nothing."""
+    heartbeat = Heartbeat(job.store, job.paths, job.retry, interval=0.02).start()
+    job.store.delete_dir(job.paths.markers_dir)  # the commit's cleanup, in another process
+    time.sleep(0.2)
+    heartbeat.stop()
+
+    assert job.store.info(job.paths.markers_dir) is None

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from manifest_committer.markers import BATCHED, DirectMarkers, Marker, MarkerError, parse_marker, read_markers, reader
+from manifest_committer.markers import (
+    BATCHED,
+    DirectMarkers,
+    Marker,
+    MarkerError,
+    check_data_file,
+    parse_marker,
+    read_markers,
+    reader,
+)
 from manifest_committer.markers.reader import parse_batched_lines
 from manifest_committer.store import FileStatus
 from tests.markers.conftest import MarkerJob
@@ -67,32 +76,48 @@ def test_a_torn_last_line_is_ignored_not_trusted(job: MarkerJob) -> None:
         (b"a.csv.marker.CREATE\r\n", 1, "not a marker"),
     ],
 )
-def test_a_crafted_batched_file_is_refused_naming_file_and_line(
+def test_a_crafted_batched_line_is_skipped_naming_file_and_line(
     job: MarkerJob, content: bytes, line: int, complaint: str
 ) -> None:
-    write_batched(job, {"MARKERS3": content})
-    with pytest.raises(MarkerError, match=complaint) as raised:
-        read_markers(job.store, job.paths, job.retry)
-    assert f"{job.paths.batched_file(3)} line {line}: " in str(raised.value)
+    """A crafted line must not stop a commit, an abort or a rollback: it is skipped and reported, and the
+    markers around it are read."""
+    write_batched(job, {"MARKERS3": content, "MARKERS4": b"kept.csv.marker.CREATE\n"})
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    (skipped,) = found.skipped
+    assert skipped.startswith(f"{job.paths.batched_file(3)} line {line}: ")
+    assert complaint in skipped
+    assert Marker("kept.csv") in found.markers
+    assert all(check_data_file(marker.data_file, "test") for marker in found.markers)
 
 
-def test_a_batched_file_that_is_not_utf8_is_refused(job: MarkerJob) -> None:
-    write_batched(job, {"MARKERS0": b"\xff\xfe.marker.CREATE\n"})
-    with pytest.raises(MarkerError, match="MARKERS0: not UTF-8"):
-        read_markers(job.store, job.paths, job.retry)
+def test_a_batched_line_that_is_not_utf8_is_skipped(job: MarkerJob) -> None:
+    write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\n\xff\xfe.marker.CREATE\n"})
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.markers == {Marker("a.csv")}
+    assert found.skipped == (f"{job.paths.batched_file(0)} line 2: not UTF-8",)
 
 
 @pytest.mark.parametrize("marker_type", [b"TIMELINE_SERVER_BASED", b"", b"batched2"])
-def test_an_unknown_marker_type_is_refused_naming_it(job: MarkerJob, marker_type: bytes) -> None:
+def test_an_unknown_marker_type_is_reported_and_its_files_read(job: MarkerJob, marker_type: bytes) -> None:
     write_batched(job, {"MARKERS0": b"a.csv.marker.CREATE\n"}, marker_type)
-    with pytest.raises(MarkerError, match=f"MARKERS.type: unknown marker type {marker_type.decode()!r}"):
-        read_markers(job.store, job.paths, job.retry)
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.markers == {Marker("a.csv")} and not found.batched
+    (skipped,) = found.skipped
+    assert f"MARKERS.type: unknown marker type {marker_type.decode()!r}" in skipped
 
 
-def test_batched_files_without_a_type_are_refused(job: MarkerJob) -> None:
+def test_batched_files_without_a_type_are_read(job: MarkerJob) -> None:
     job.store.write_bytes(job.paths.batched_file(0), b"a.csv.marker.CREATE\n")
-    with pytest.raises(MarkerError, match=r"MARKERS0: a batched marker file in a directory without MARKERS\.type"):
-        read_markers(job.store, job.paths, job.retry)
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.markers == {Marker("a.csv")} and found.skipped == ()
 
 
 @pytest.mark.parametrize(
@@ -103,13 +128,16 @@ def test_batched_files_without_a_type_are_refused(job: MarkerJob) -> None:
         ("dt=1/MARKERS0", "is not a marker"),
     ],
 )
-def test_a_stray_file_in_the_markers_directory_is_refused_naming_it(job: MarkerJob, name: str, complaint: str) -> None:
-    """Only the top level holds the directory's own files; anything else must be a marker."""
+def test_a_stray_file_in_the_markers_directory_is_skipped_naming_it(job: MarkerJob, name: str, complaint: str) -> None:
+    """Only the top level holds the directory's own files; anything else must be a marker, or is skipped."""
     DirectMarkers(job.store, job.paths, job.retry).create("a.csv")
     job.store.write_bytes(f"{job.paths.markers_dir}/{name}", b"")
-    with pytest.raises(MarkerError, match=complaint) as raised:
-        read_markers(job.store, job.paths, job.retry)
-    assert str(raised.value).startswith(f"{job.paths.markers_dir}/{name}: ")
+
+    found = read_markers(job.store, job.paths, job.retry)
+
+    assert found.markers == {Marker("a.csv")} and found.direct_count == 1
+    (skipped,) = found.skipped
+    assert skipped.startswith(f"{job.paths.markers_dir}/{name}: ") and complaint in skipped
 
 
 def test_a_marker_file_being_written_by_another_process_is_not_read(job: MarkerJob) -> None:
@@ -153,20 +181,20 @@ ODD_LINES = [
 @pytest.mark.parametrize("line", ODD_LINES)
 @pytest.mark.parametrize("position", [0, 1, 2])
 def test_a_batched_file_admits_exactly_what_each_line_does_on_its_own(line: str, position: int) -> None:
-    """The whole-text route for plain ``CREATE`` files decides as ``parse_marker`` line by line: same markers,
-    or the same error naming the same line."""
+    """The whole-text route for plain ``CREATE`` files decides as ``parse_marker`` line by line: the same
+    markers, and the same lines skipped with the same complaint."""
     lines = ["ok-0.csv.marker.CREATE", "dt=2/ok-1.csv.marker.CREATE"]
     lines.insert(position, line)
     data = "".join(f"{text}\n" for text in lines).encode()
-    try:
-        expected: list[Marker] | str = [parse_marker(text, f"F line {n}") for n, text in enumerate(lines, 1)]
-    except MarkerError as error:
-        expected = str(error)
-    try:
-        got: list[Marker] | str = parse_batched_lines(data, "F")[0]
-    except MarkerError as error:
-        got = str(error)
-    assert got == expected
+    expected: list[Marker] = []
+    complaints: list[str] = []
+    for number, text in enumerate(lines, 1):
+        try:
+            expected.append(parse_marker(text, f"F line {number}"))
+        except MarkerError as error:
+            complaints.append(str(error))
+    markers, _, rejected = parse_batched_lines(data, "F")
+    assert (markers, rejected) == (expected, complaints)
 
 
 def test_plain_create_lines_are_checked_on_the_whole_text_not_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -180,9 +208,9 @@ def test_plain_create_lines_are_checked_on_the_whole_text_not_line_by_line(monke
     monkeypatch.setattr(reader, "parse_marker", counted)
     data = "".join(f"dt={n % 5}/part-{n:05d}.csv.marker.CREATE\n" for n in range(1000)).encode()
 
-    markers, torn = parse_batched_lines(data + b"dt=1/torn", "F")
+    markers, torn, rejected = parse_batched_lines(data + b"dt=1/torn", "F")
 
-    assert torn
+    assert torn and rejected == []
     assert markers == [Marker(f"dt={n % 5}/part-{n:05d}.csv") for n in range(1000)]
     assert calls == []
     parse_batched_lines(b"a.csv.marker.CREATE\nb.marker.MERGE\n", "G")

@@ -17,11 +17,10 @@ from manifest_committer.markers import (
     MarkerClient,
     MarkerServer,
     MarkerServerError,
-    ServerState,
     read_markers,
     read_server_state,
 )
-from manifest_committer.markers.client import request_json
+from manifest_committer.markers.client import HttpConnection, request_json
 from manifest_committer.markers.layout import MarkerStoreCalls
 from manifest_committer.markers.server import ALL_PATH, CREATE_PATH
 from manifest_committer.store import Fault, FaultInjectingStore
@@ -37,8 +36,15 @@ def lines_in_files(job: MarkerJob) -> Counter[str]:
     return counts
 
 
-def post(state: ServerState, body: Any, path: str = CREATE_PATH) -> tuple[int, Any]:
-    return request_json(state, "POST", path, body, timeout=5)
+def post(server: MarkerServer, body: Any, path: str = CREATE_PATH) -> tuple[int, Any]:
+    """A request proving the job's secret, as a task sends it."""
+    assert server.state is not None
+    return request_json(server.state, "POST", path, body, timeout=5, secret=server.secret)
+
+
+def flush_operation(job: MarkerJob) -> str:
+    """The store call a flush makes: an append where the store appends (local disk), else a whole write."""
+    return "append_bytes" if job.store.capabilities.appendable else "write_bytes"
 
 
 class GatedStore(WrappingStore):
@@ -49,7 +55,7 @@ class GatedStore(WrappingStore):
         self.release = threading.Event()
 
     def around(self, operation: str, path: str, call: Callable[[], Any]) -> Any:
-        if operation == "write_bytes" and "/MARKERS" in path and not path.endswith("MARKERS.type"):
+        if operation in ("write_bytes", "append_bytes") and "/MARKERS" in path and not path.endswith("MARKERS.type"):
             assert self.release.wait(10)
         return call()
 
@@ -65,14 +71,14 @@ def test_server_publishes_its_address_and_declares_the_directory_batched(job: Ma
 
 def test_markers_over_http_land_in_markers_files(job: MarkerJob, server: MarkerServer) -> None:
     assert server.state is not None
-    assert post(server.state, {"marker": "dt=1/a.csv.marker.CREATE"}) == (200, {"created": True})
-    assert post(server.state, {"marker": "b.csv.marker.CREATE"}) == (200, {"created": True})
+    assert post(server, {"marker": "dt=1/a.csv.marker.CREATE"}) == (200, {"created": True})
+    assert post(server, {"marker": "b.csv.marker.CREATE"}) == (200, {"created": True})
 
     found = read_markers(job.store, job.paths, job.retry)
 
     assert found.markers == {Marker("dt=1/a.csv"), Marker("b.csv")}
     assert found.direct_count == 0
-    assert request_json(server.state, "GET", ALL_PATH, timeout=5) == (
+    assert request_json(server.state, "GET", ALL_PATH, timeout=5, secret=server.secret) == (
         200,
         ["b.csv.marker.CREATE", "dt=1/a.csv.marker.CREATE"],
     )
@@ -99,14 +105,14 @@ def test_a_failed_flush_fails_every_request_of_its_batch(job: MarkerJob, when: s
     write took effect but its answer was lost."""
     faulty = FaultInjectingStore(job.store)
     with job.with_store(faulty).server(interval=50) as server:
-        faulty.add_fault(Fault("write_bytes", path_contains="/MARKERS", when=when, times=None))  # type: ignore[arg-type]
+        faulty.add_fault(Fault(flush_operation(job), path_contains="/MARKERS", when=when, times=None))  # type: ignore[arg-type]
         futures = [server.create(Marker(f"part-{index}.csv")) for index in range(5)]
 
         for future in futures:
             with pytest.raises(MarkerServerError, match="flushing 5 markers failed, none is recorded"):
                 future.result(timeout=5)
         assert server.markers() == frozenset()
-        assert faulty.injected["write_bytes"] == 3  # the retry policy's attempts, then the batch failed
+        assert faulty.injected[flush_operation(job)] == 3  # the retry policy's attempts, then the batch failed
 
         faulty.clear_faults()  # the same markers asked again are recorded: none is stuck "in flight"
         assert server.create(Marker("part-0.csv")).result(timeout=5) is True
@@ -116,9 +122,9 @@ def test_a_failed_flush_answers_500_over_http(job: MarkerJob) -> None:
     faulty = FaultInjectingStore(job.store)
     with job.with_store(faulty).server() as server:
         assert server.state is not None
-        faulty.add_fault(Fault("write_bytes", path_contains="/MARKERS", times=None))
+        faulty.add_fault(Fault(flush_operation(job), path_contains="/MARKERS", times=None))
 
-        status, body = post(server.state, {"marker": "a.csv.marker.CREATE"})
+        status, body = post(server, {"marker": "a.csv.marker.CREATE"})
 
         assert status == 500
         assert "injected timeout" in body["error"]
@@ -170,26 +176,25 @@ def test_at_most_batch_threads_markers_files(job: MarkerJob) -> None:
         ({"marker": 7}, CREATE_PATH, 400),
         ({"name": "a.csv.marker.CREATE"}, CREATE_PATH, 400),
         (["a.csv.marker.CREATE"], CREATE_PATH, 400),
-        ({"marker": "a.csv.marker.CREATE"}, "/v1/markers/other", 400),
+        ({"marker": "a.csv.marker.CREATE"}, "/v1/markers/other", 404),
     ],
 )
 def test_bad_requests_are_refused_and_record_nothing(
     job: MarkerJob, server: MarkerServer, body: Any, path: str, status: int
 ) -> None:
-    assert server.state is not None
-    answer, _ = post(server.state, body, path)
+    answer, _ = post(server, body, path)
     assert answer == status
     assert server.markers() == frozenset()
 
 
 def test_a_body_that_is_not_json_is_refused(server: MarkerServer) -> None:
-    import http.client
-
     assert server.state is not None
-    connection = http.client.HTTPConnection(server.state.host, server.state.port, timeout=5)
-    connection.request("POST", CREATE_PATH, body=b"{not json")
-    assert connection.getresponse().status == 400
+    connection = HttpConnection(server.state.host, server.state.port, 5)
+    # The client sends JSON; a body of raw text through the same authenticated path:
+    status, _, proved = connection.request("POST", CREATE_PATH, "{not json", secret=server.secret)
     connection.close()
+    assert (status, proved) == (400, True)
+    assert server.markers() == frozenset()
 
 
 def test_stopping_without_flush_fails_what_waits(job: MarkerJob) -> None:

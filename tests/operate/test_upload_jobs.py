@@ -6,7 +6,9 @@ and nothing of another job."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,14 +78,16 @@ def start_unrecorded(task: mc.TaskAttempt, relative: str) -> None:
 
 
 def dead_job(dest: str, job_id: str = "job-1") -> None:
-    """A job whose driver died: task_0 committed a.csv; task_1's attempt died writing b.csv."""
-    driver = committer(dest, job_id, config=BATCHED)
+    """A job whose driver died: task_0 committed a.csv; task_1's attempt died writing b.csv. Its lease (0.2 s)
+    has expired when this returns."""
+    driver = committer(dest, job_id, config=dataclasses.replace(BATCHED, heartbeat_expiry_seconds=0.2))
     driver.setup_job()
     task = driver.setup_task("task_0", "attempt_0_0")
     write(task, {"a.csv": b"a"})
     driver.commit_task(task)
     start_unrecorded(driver.setup_task("task_1", "attempt_1_0"), "b.csv")
-    driver.close()  # the marker server answers no more
+    driver.close()  # the marker server answers no more, and the lease is renewed no more
+    time.sleep(0.3)
 
 
 def test_status_of_a_dead_upload_job_changes_nothing(

@@ -58,10 +58,12 @@ EVERY_PROTOCOL = protocol_cases("manifest", "v1", "v2", "transactional")
 """Every protocol on every store it runs on: the rename protocols and transactional on all but S3, upload on S3."""
 PROTOCOLS_BUT_V2 = protocol_cases("manifest", "v1", "transactional")
 """Where v2's flaw (committed tasks' files in the destination at once, kept by abort) makes a test moot."""
-LAST_COMMIT_WINS_PROTOCOLS = protocol_cases("manifest", "v1", "transactional", upload=False)
+LAST_COMMIT_WINS_PROTOCOLS = protocol_cases("manifest", "v1", upload=False)
 """Where a test is about a later task commit superseding an earlier one, and v2's flaw makes it moot: the upload
-protocol saves one manifest per attempt and, without ``accepted_attempts``, completes the first saved (S3's
-second-grained times tie to the smallest attempt id); tests/protocols/upload/test_committer.py covers that."""
+and transactional protocols save one manifest per attempt and, without ``accepted_attempts``, commit the first
+saved (S3's second-grained times tie to the smallest attempt id), so that a late losing attempt never displaces
+the accepted one; tests/protocols/upload/test_committer.py and tests/protocols/transactional/test_attacks.py
+cover that."""
 RENAMING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", upload=False)
 """Where a test is about moving files to a name of the task's choosing: the transactional and upload protocols
 write each file in place (transactional under a name carrying its tid, so no file of a job ever lands on an

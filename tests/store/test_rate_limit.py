@@ -132,6 +132,7 @@ def test_every_store_operation_takes_a_token(memory_destination: str) -> None:
     calls: dict[str, Callable[[], object]] = {
         "mkdirs": lambda: store.mkdirs(root + "/d"),
         "write_bytes": lambda: store.write_bytes(root + "/d/a", b"a"),
+        "append_bytes": lambda: _not_offered(lambda: store.append_bytes(root + "/d/log", b"a")),
         "info": lambda: store.info(root + "/d/a"),
         "list_dir": lambda: store.list_dir(root + "/d"),
         "read_bytes": lambda: store.read_bytes(root + "/d/a"),

@@ -4,21 +4,25 @@ Both list the destination recursively, skipping names that start with ``_`` or `
 ``_SUCCESS``, ``_temporary``, hidden files) as Spark and Hive readers do, and decide from the ``_committed_<tid>``
 records alone (``protocols/transactional/records.py``):
 
-- a data file whose name carries a tid is committed only when a ``_committed_<tid>`` in its directory or an
-  ancestor lists it in ``added`` (a straggler of a killed attempt that carries a committed tid is not);
+- a data file whose name carries a tid (this library's names and Databricks' alike) is committed only when a
+  ``_committed_<tid>`` in its directory or an ancestor up to the URL lists it in ``added`` (a straggler of a
+  killed attempt that carries a committed tid is not);
 - a file any committed record lists in ``removed`` is not committed, whoever wrote it;
 - a file without a tid (another tool's) is committed unless removed.
 
-Records are looked for above the URL too, so reading or vacuuming one partition directory of a table decides
-exactly as reading the table does. ``vacuum`` deletes, once older than the retention, tid-bearing files that
-are not committed and tid-bearing files listed as removed (the record that removed them older than the
-retention too, so a reader that started before the overwrite can finish); never a committed file, never a
-file without a tid, and never a file of a job that still has state under ``_temporary`` (it may be running:
-``rollback`` is how a dead job's files go).
+Records are read only at the URL and below it, never above: a directory above a table may be writable by
+anyone (``/tmp``), and a record planted there must not decide what the table holds. A record is applied only to
+files in its own directory and below. ``vacuum`` first learns which jobs are alive (as ``rollback`` decides,
+``markers/heartbeat.py``), then reads the table; it deletes, once older than the retention, tid-bearing files
+that are not committed and tid-bearing files listed as removed (the record that removed them older than the
+retention too, so a reader that started before the overwrite can finish); never a committed file, never a file
+without a tid, and never a file of a job that is alive (or whose liveness cannot be told), whatever its age. A
+dead job's files go like any uncommitted file.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import posixpath
@@ -30,12 +34,15 @@ from typing import Any, TypeVar
 
 from ...config import CommitterConfig
 from ...errors import ConfigError
-from ...paths import TEMPORARY_DIR, TRASH_DIR, is_hidden, is_valid_id
+from ...markers.heartbeat import job_liveness
+from ...markers.layout import MarkerPaths
+from ...paths import TEMPORARY_DIR, TRASH_DIR, JobPaths, is_hidden, is_valid_id
 from ...retry import RetryPolicy
-from ...store import FileStatus, StoreOperations, open_store
+from ...store import FileStatus, LinkInPathError, StoreOperations, open_store
 from .records import (
+    COMMITTED_PREFIX,
+    TidName,
     TransactionRecord,
-    committed_record_name,
     committed_record_tid,
     parse_data_file_name,
     transaction_id,
@@ -79,12 +86,14 @@ def vacuum(
     storage_options: dict[str, Any] | None = None,
     now: float | None = None,
     dry_run: bool = False,
+    config: CommitterConfig | None = None,
 ) -> list[str]:
     """Delete the debris of the transactional protocol under ``url`` older than ``retention_hours``; returns the
     sorted URLs deleted (see the module for what is and is never deleted).
 
     ``dry_run``: delete nothing and return the URLs a real run would delete now; both runs decide in
-    ``_vacuumable``, so the list is the real run's, bar files that change in between."""
+    ``_vacuumable``, so the list is the real run's, bar files that change in between. ``now`` moves the
+    retention's clock only; liveness is judged on the real clock with ``config``'s ``heartbeat.expiry.seconds``."""
     if (
         isinstance(retention_hours, bool)
         or not isinstance(retention_hours, (int, float))
@@ -96,15 +105,21 @@ def vacuum(
     store, root = open_store(url, storage_options)
     try:
         retry = store_retry_policy(store)
+        running = live_tids(store, root, retry, config or CommitterConfig())  # before the table: see the module
         table = _read_table(store, root, retry)
-        running = _tids_with_job_state(store, root, retry)
         doomed = [status for status in table.data_files if _vacuumable(table, status, cutoff, running)]
+        doomed = _spare_tids_committed_above(store, root, retry, doomed)
         if dry_run:
             log.info("vacuum %s (dry run): would delete %d of %d data files", url, len(doomed), len(table.data_files))
             return sorted(store.to_url(status.path) for status in doomed)
         deleted: list[str] = []
         for status in doomed:
-            if call_on(retry, store.delete_file, status.path, "vacuum delete"):
+            try:
+                gone = call_on(retry, functools.partial(store.delete_file_below, root), status.path, "vacuum delete")
+            except LinkInPathError:
+                log.warning("vacuum: not deleting %s: a directory on the way is a symbolic link", status.path)
+                continue
+            if gone:
                 deleted.append(store.to_url(status.path))
         log.info("vacuum %s: deleted %d of %d data files", url, len(deleted), len(table.data_files))
         return sorted(deleted)
@@ -165,7 +180,7 @@ def _vacuumable(table: _Table, status: FileStatus, cutoff: float, running: set[s
     if status.path in table.added.get(parsed.tid, ()):
         return False
     if parsed.tid in running and parsed.tid not in table.added:
-        log.info("vacuum: keeping %s: its job still has state under %s", status.path, TEMPORARY_DIR)
+        log.info("vacuum: keeping %s: its job is alive", status.path)
         return False
     return True
 
@@ -207,33 +222,45 @@ def _read_table(store: StoreOperations, root: str, retry: RetryPolicy) -> _Table
                         table.records[status.path] = status
                     elif not is_hidden(name):
                         table.data_files.append(status)
-        _find_records_above(store, root, table, retry)
         loaded = pool.map(lambda path: _load_record(store, path, retry), sorted(table.records))
         for path, record in zip(sorted(table.records), loaded, strict=True):
             _apply_record(table, path, record)
     return table
 
 
-def _find_records_above(store: StoreOperations, root: str, table: _Table, retry: RetryPolicy) -> None:
-    """Records in the ancestors of ``root`` for tids whose files no record inside ``root`` settles."""
-    settled = {committed_record_tid(posixpath.basename(path)) for path in table.records}
-    wanted = set()
-    for status in table.data_files:
-        parsed = parse_data_file_name(posixpath.basename(status.path))
-        if parsed is not None and parsed.tid not in settled:
-            wanted.add(parsed.tid)
-    directory = root
-    while wanted:
-        parent = posixpath.dirname(directory.rstrip("/"))
+def _spare_tids_committed_above(
+    store: StoreOperations, root: str, retry: RetryPolicy, doomed: list[FileStatus]
+) -> list[FileStatus]:
+    """``doomed`` less the files of a tid that has a ``_committed_<tid>`` in a directory above ``root``: vacuum
+    of one partition of a table must not delete what the table's record commits. Only whether such a record
+    exists is asked, never what it holds, so a record planted above can keep debris but never delete a file or
+    make one readable; ``removed`` files above are the table's vacuum's business."""
+    tids = {parsed.tid for parsed in map(_tid_of, doomed) if parsed is not None}
+    spared: set[str] = set()
+    directory = root.rstrip("/")
+    while tids - spared:
+        parent = posixpath.dirname(directory)
         if not parent or parent == directory:
             break
         directory = parent
-        for tid in sorted(wanted):
-            path = posixpath.join(directory, committed_record_name(tid))
-            found = call_on(retry, store.info, path, "info")
-            if found is not None and not found.is_dir:
-                table.records[path] = found
-                wanted.discard(tid)
+        for tid in sorted(tids - spared):
+            record = posixpath.join(directory, f"{COMMITTED_PREFIX}{tid}")
+            if call_on(retry, store.info, record, "info") is not None:
+                log.warning(
+                    "vacuum %s: keeping the files of transaction %s: %s is above it (vacuum the table there)",
+                    store.to_url(root),
+                    tid,
+                    store.to_url(record),
+                )
+                spared.add(tid)
+    return [status for status in doomed if (_tid_of(status) or _NO_TID).tid not in spared]
+
+
+def _tid_of(status: FileStatus) -> TidName | None:
+    return parse_data_file_name(posixpath.basename(status.path))
+
+
+_NO_TID = TidName("", "")
 
 
 def call_on(retry: RetryPolicy, function: Callable[[str], T], path: str, what: str) -> T:
@@ -264,12 +291,45 @@ def _newest(first: float | None, second: float | None) -> float | None:
     return max(first, second)
 
 
-def _tids_with_job_state(store: StoreOperations, root: str, retry: RetryPolicy) -> set[str]:
-    """The tids of the jobs that have a directory under ``root/_temporary`` (running, or dead and not rolled back)."""
+def live_tids(store: StoreOperations, root: str, retry: RetryPolicy, config: CommitterConfig) -> set[str]:
+    """The tids of the jobs under ``root/_temporary`` that are alive, or whose liveness cannot be told (a job
+    without markers, state that cannot be read): vacuum keeps their files. A job is alive as ``rollback`` decides
+    (``job_liveness``): its lease is fresh, or its marker server answers."""
     temporary = posixpath.join(root, TEMPORARY_DIR)
     try:
         entries: Iterable[FileStatus] = retry.call(lambda: store.list_dir(temporary), f"list {temporary}")
     except FileNotFoundError:
         return set()
     names = (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
-    return {transaction_id(name) for name in names if name != TRASH_DIR and is_valid_id(name)}
+    live: set[str] = set()
+    for job_id in sorted(name for name in names if name != TRASH_DIR and is_valid_id(name)):
+        if _job_may_be_alive(store, root, job_id, retry, config):
+            live.add(transaction_id(job_id))
+    return live
+
+
+def _job_may_be_alive(
+    store: StoreOperations, root: str, job_id: str, retry: RetryPolicy, config: CommitterConfig
+) -> bool:
+    job_dir = JobPaths(root, job_id).job_dir
+    try:
+        entries = retry.call(lambda: store.list_dir(job_dir), f"list {job_dir}")
+        attempts = sorted(
+            int(name)
+            for name in (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
+            if len(name) == 2 and name.isdigit()
+        )
+        with_markers = 0
+        for attempt in attempts:
+            paths = MarkerPaths(JobPaths(root, job_id, attempt))
+            if call_on(retry, store.info, paths.markers_dir, "info") is None:
+                continue
+            with_markers += 1
+            liveness = job_liveness(store, paths, retry, expiry_seconds=config.heartbeat_expiry_seconds)
+            if not liveness.dead:
+                return True
+            log.info("vacuum: job %s attempt %02d is dead (%s)", job_id, attempt, liveness.reason)
+    except Exception as error:
+        log.warning("vacuum: keeping the files of job %s: its liveness cannot be told (%s)", job_id, error)
+        return True
+    return with_markers == 0  # no markers: not a job whose liveness can be told, so not a dead one either

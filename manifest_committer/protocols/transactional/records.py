@@ -35,6 +35,13 @@ COMMITTED_PREFIX = "_committed_"
 TID_SEPARATOR = "-tid-"
 
 _TID_NAME = re.compile(r"(?P<stem>[^.]*)-tid-(?P<tid>[0-9]{1,20})-(?P<tag>[0-9a-f]{16})(?P<rest>\..*)?\Z", re.DOTALL)
+_DATABRICKS_NAME = re.compile(
+    r"part-[0-9]+-tid-(?P<tid>[0-9]{1,20})-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"(?:-[0-9]+)*(?:-c[0-9]+)?(?:\..*)?\Z",
+    re.DOTALL,
+)
+"""Databricks' DBIO names: ``part-<n>-tid-<tid>-<write uuid>-<task>-<attempt>-c<n>.<ext>``
+(``reference/spark-transactional-writes.txt``)."""
 _COMMITTED_NAME = re.compile(r"_committed_(?P<tid>[0-9]{1,20})\Z")
 
 
@@ -68,14 +75,21 @@ class TidName:
 
     tid: str
     tag: str
+    """The attempt tag of this library's names; empty in Databricks' names (no attempt of ours wrote them)."""
 
 
 def parse_data_file_name(name: str) -> TidName | None:
-    """The tid and attempt tag a data file's name carries, or ``None`` for a file without one (another tool's)."""
-    match = _TID_NAME.match(name)
-    if match is None or is_hidden(name):
+    """The tid (and attempt tag) a data file's name carries, this library's or Databricks' (judged by their
+    ``_committed_<tid>`` alike), or ``None`` for a file without one (another tool's)."""
+    if is_hidden(name):
         return None
-    return TidName(match.group("tid"), match.group("tag"))
+    match = _TID_NAME.match(name)
+    if match is not None:
+        return TidName(match.group("tid"), match.group("tag"))
+    match = _DATABRICKS_NAME.match(name)
+    if match is not None:
+        return TidName(match.group("tid"), "")
+    return None
 
 
 def committed_record_name(tid: str) -> str:

@@ -32,7 +32,7 @@ from ...store.s3 import UploadStore
 from ..base import TaskAttempt
 from ..marker_protocol import MarkerProtocolCommitter
 from ..names import ProtocolName
-from .records import PendingRecord, UploadPaths
+from .records import PendingRecord, UploadPaths, started_record
 from .task_fs import UploadWriteFileSystem
 
 
@@ -108,6 +108,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
             uploads=self._register(attempt_id),
             save_record=functools.partial(self._save_record, attempt_id),
             discard=functools.partial(self._discard, attempt_id),
+            record_started=functools.partial(self._record_started, attempt_id),
         )
 
     def _uploads_store(self) -> UploadStore:
@@ -128,6 +129,13 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
             found = retry.call(lambda: self._store.read_bytes(path), f"read {path}")
             if found != data:
                 raise ManifestError(f"{self._store.to_url(path)}: a different record is already saved") from None
+
+    def _record_started(self, attempt_id: str, bucket: str, key: str, upload_id: str) -> None:
+        """Record an upload the attempt started, as S3 created it: a job aborts only the uploads it recorded."""
+        path = self.layout.started_record(upload_id)
+        data = started_record(self.job_id, attempt_id, bucket, key, upload_id)
+        retry = self._task_context(attempt_id).store_retry
+        retry.call(lambda: self._store.write_bytes(path, data), f"save {path}")
 
     def _discard(self, attempt_id: str, relative: str, pending: PendingUpload) -> None:
         """Abort an upload the attempt replaced or removed, and delete its record."""

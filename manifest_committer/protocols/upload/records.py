@@ -4,6 +4,9 @@ Layout under the job attempt directory ``$dest/_temporary/$jobId/$NN/``::
 
     protocol                                   "upload": the sign that this job is an upload job (status, CLI)
     markers/...                                the write markers (CONTRACT §6), one per final key
+    uploads/$name                              one record per multipart upload the job started, written as S3 creates
+                                               it and before its first part: the ids abort may abort (``$name`` is
+                                               the upload id in URL-safe base64, or ``h-<sha256>`` for a long one)
     pending/$taskAttemptId/$token.pending      one record per closed file of an attempt (S3A's ``.pending``)
     manifests/$taskAttemptId-manifest.json     one manifest per committed ATTEMPT (two attempts of one task may
                                                both commit; job commit chooses one per task)
@@ -16,6 +19,8 @@ Every file here is written with ``put_if_absent`` (S3 has no rename) and is untr
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import posixpath
 from dataclasses import dataclass
@@ -30,6 +35,10 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_FILE = "protocol"
 UPLOAD_PROTOCOL = "upload"
+STARTED_DIR = "uploads"
+STARTED_TYPE = "manifest-committer/upload-started/1"
+MAX_ENCODED_ID = 700
+"""Longest upload id, base64-encoded, that names its record itself (S3 keys hold at most 1024 bytes)."""
 PENDING_DIR = "pending"
 PENDING_SUFFIX = ".pending"
 ATTEMPT_MANIFEST_SUFFIX = "-manifest.json"
@@ -47,6 +56,13 @@ class UploadPaths:
         return posixpath.join(self.job.job_attempt_dir, PROTOCOL_FILE)
 
     @property
+    def started_dir(self) -> str:
+        return posixpath.join(self.job.job_attempt_dir, STARTED_DIR)
+
+    def started_record(self, upload_id: str) -> str:
+        return posixpath.join(self.started_dir, started_record_name(upload_id))
+
+    @property
     def pending_dir(self) -> str:
         return posixpath.join(self.job.job_attempt_dir, PENDING_DIR)
 
@@ -61,6 +77,53 @@ class UploadPaths:
 
     def destination_path(self, relative: str) -> str:
         return posixpath.join(self.job.dest, relative)
+
+
+def started_record_name(upload_id: str) -> str:
+    """The name of the record of upload ``upload_id``: the id itself, URL-safe base64 without padding, so that one
+    listing yields every id the job started; a very long id is named by its digest (its record then holds it)."""
+    encoded = base64.urlsafe_b64encode(upload_id.encode("utf-8")).decode("ascii").rstrip("=")
+    if len(encoded) <= MAX_ENCODED_ID:
+        return encoded
+    return "h-" + hashlib.sha256(upload_id.encode("utf-8")).hexdigest()
+
+
+def upload_id_of_record(name: str) -> str | None:
+    """The upload id a started record's name holds, or ``None`` for a digest name (or a name that is none)."""
+    if name.startswith("h-") or not name or len(name) > MAX_ENCODED_ID:
+        return None
+    try:
+        return base64.urlsafe_b64decode(name + "=" * (-len(name) % 4)).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def started_record(job_id: str, attempt_id: str, bucket: str, key: str, upload_id: str) -> bytes:
+    """What a started record holds, for people and for ids too long to name their record."""
+    return dump_json(
+        {
+            "type": STARTED_TYPE,
+            "jobId": job_id,
+            "taskAttemptID": attempt_id,
+            "bucket": bucket,
+            "key": key,
+            "uploadId": upload_id,
+        }
+    )
+
+
+def started_record_id(data: bytes, origin: str, job_id: str) -> str:
+    """The upload id of a started record named by a digest; ``ManifestError`` naming ``origin`` if it is not
+    one of this job's."""
+    document = load_json_document(data, origin)
+    if not isinstance(document, dict) or document.get("type") != STARTED_TYPE:
+        raise ManifestError(f"{origin}: not a started-upload record (field 'type' must be {STARTED_TYPE!r})")
+    if document.get("jobId") != job_id:
+        raise ManifestError(f"{origin}: field 'jobId' is {document.get('jobId')!r}, not {job_id!r}")
+    upload_id = document.get("uploadId")
+    if not isinstance(upload_id, str) or not upload_id:
+        raise ManifestError(f"{origin}: field 'uploadId' must be a non-empty string")
+    return upload_id
 
 
 def relative_key(paths: JobPaths, upload: PendingUpload) -> str | None:
@@ -129,9 +192,14 @@ class PendingRecord:
 
 __all__ = [
     "PROTOCOL_FILE",
+    "STARTED_DIR",
     "UPLOAD_PROTOCOL",
     "PendingRecord",
     "UploadPaths",
     "admit_upload",
     "relative_key",
+    "started_record",
+    "started_record_id",
+    "started_record_name",
+    "upload_id_of_record",
 ]

@@ -34,9 +34,15 @@ class RecordingWriter(PendingUploadWriter):
     """A ``PendingUploadWriter`` that hands its ``PendingUpload`` to ``on_close`` once the file is closed."""
 
     def __init__(
-        self, fs: Any, path: str, on_close: Callable[[PendingUpload], None], *, block_size: int | None = None
+        self,
+        fs: Any,
+        path: str,
+        on_close: Callable[[PendingUpload], None],
+        *,
+        block_size: int | None = None,
+        on_started: Callable[[str, str, str], None] | None = None,
     ) -> None:
-        super().__init__(fs, path, block_size=block_size)
+        super().__init__(fs, path, block_size=block_size, on_started=on_started)
         self._on_close = on_close
 
     def close(self) -> None:
@@ -54,7 +60,8 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
     """The ``task.fs`` of one upload task attempt; see the module.
 
     ``save_record(relative, pending)`` persists a closed file's record; ``discard(relative, pending)`` aborts an
-    upload the attempt replaced or removed and deletes its record.
+    upload the attempt replaced or removed and deletes its record; ``record_started(bucket, key, upload_id)``
+    records an upload as S3 creates it, before its first part (the ids a job's abort may abort).
     """
 
     protocol = "mc-upload-write"
@@ -70,6 +77,7 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
         uploads: AttemptUploads,
         save_record: Callable[[str, PendingUpload], None],
         discard: Callable[[str, PendingUpload], None],
+        record_started: Callable[[str, str, str], None] | None = None,
     ) -> None:
         super().__init__(
             target,
@@ -83,6 +91,7 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
         self.uploads = uploads
         self.save_record = save_record
         self.discard = discard
+        self.record_started = record_started
 
     def _open(
         self,
@@ -118,7 +127,13 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
                 raise
             self.uploads.add(relative, pending)
 
-        return RecordingWriter(self.target, posixpath.join(self.destination, relative), closed, block_size=block_size)
+        return RecordingWriter(
+            self.target,
+            posixpath.join(self.destination, relative),
+            closed,
+            block_size=block_size,
+            on_started=self.record_started,
+        )
 
     def info(self, path: str, **kwargs: Any) -> dict[str, Any]:
         path = self._strip_protocol(path)

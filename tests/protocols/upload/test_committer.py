@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -408,8 +410,9 @@ def test_rollback_of_a_dead_upload_job_leaves_no_incomplete_upload(dest: str, s3
         task = driver.setup_task(task_id, attempt)
         write(task, {f"{task_id}.csv": b"x"})
     driver.commit_task(driver.task_attempt("task_0", "attempt_0_0"))
-    driver.close()  # the driver dies: its marker server answers no more
-    rolled = mc.rollback(dest, config=BATCHED)
+    driver.close()  # the driver dies: its marker server answers no more, its lease is renewed no more
+    time.sleep(0.3)
+    rolled = mc.rollback(dest, config=dataclasses.replace(BATCHED, heartbeat_expiry_seconds=0.2))
     assert [(job.job_id, job.job_attempt) for job in rolled] == [("job-1", 0)]
     assert uploads(store, s3_bucket) == []
     assert objects(store, s3_bucket) == {}
