@@ -8,8 +8,9 @@ state; a marker naming anything else is skipped and reported. ``rollback(url, jo
 check (the caller says X is dead) but still refuses a job without markers, which is not one this can undo (a
 manifest job is aborted with ``abort_job``).
 
-Each job is judged and undone on its own: a job whose state cannot be read or whose abort fails is reported
-(``RolledBack.error``) and the other jobs are still rolled back.
+Which jobs rollback undoes is each protocol's to say (``JobOperations.judge_for_rollback``, found through the
+registry by the protocol that recognises the job's state). Each job is judged and undone on its own: a job whose state
+cannot be read or whose abort fails is reported (``RolledBack.error``) and the other jobs are still rolled back.
 """
 
 from __future__ import annotations
@@ -21,15 +22,12 @@ from typing import Any
 
 from ..config import CommitterConfig
 from ..errors import CommitterError
-from ..markers import MarkerPaths, job_liveness
 from ..paths import TEMPORARY_DIR, JobPaths, check_id, is_valid_id
-from ..protocols.transactional.committer import TransactionalCommitter
-from ..protocols.transactional.readers import call_on, store_retry_policy
-from ..protocols.transactional.records import TransactionPaths
-from ..protocols.upload.committer import UploadCommitter
-from ..protocols.upload.records import UploadPaths
+from ..protocols.marker_protocol import MarkerProtocolCommitter
+from ..protocols.names import ProtocolName
+from ..protocols.registry import create_committer, operations_of, recognise
 from ..retry import describe_error
-from ..store import StoreOperations
+from ..stages.reads import StateReads
 from ..store.factory import open_destination_store
 
 log = logging.getLogger(__name__)
@@ -71,29 +69,30 @@ def rollback(
     config = config or CommitterConfig()
     store, root = open_destination_store(url, storage_options)
     results: list[RolledBack] = []
-    candidates: list[tuple[str, int, str, bool]] = []
+    candidates: list[_Candidate] = []
     try:
-        retry = store_retry_policy(store)
+        top = StateReads.over(store, config, JobPaths(root, "-"))
         if job_id is not None:
             check_id("job id", job_id)
             jobs = [job_id]
         else:
-            jobs = _job_ids(store, root, retry)
+            jobs = _job_ids(top)
         with_markers = 0
         for job in jobs:
-            for attempt in _job_attempts(store, root, job, retry):
+            for attempt in _job_attempts(top, job):
+                reads = top.at(JobPaths(root, job, attempt))
                 try:
-                    judged = _judge(store, JobPaths(root, job, attempt), retry, config, named=job_id is not None)
+                    protocol = recognise(reads)
+                    verdict = operations_of(protocol).judge_for_rollback(reads, named=job_id is not None)
                 except Exception as error:
                     results.append(_failed(job, attempt, "its state could not be read", error))
                     with_markers += 1
                     continue
-                if judged is None:
+                if not verdict.applies:
                     continue  # no markers: not a job this can undo
                 with_markers += 1
-                reason, upload = judged
-                if reason is not None:
-                    candidates.append((job, attempt, reason, upload))
+                if verdict.reason is not None:
+                    candidates.append(_Candidate(job, attempt, verdict.reason, protocol))
         if job_id is not None and not with_markers:
             raise CommitterError(
                 f"{store.to_url(posixpath.join(root, TEMPORARY_DIR, job_id))}: job {job_id} has no write markers; "
@@ -101,111 +100,68 @@ def rollback(
             )
     finally:
         store.close()
-    for job, attempt, reason, upload in candidates:
+    for candidate in candidates:
         try:
-            results.append(
-                _undo(
-                    url,
-                    job,
-                    attempt,
-                    reason,
-                    upload=upload,
-                    config=config,
-                    storage_options=storage_options,
-                    dry_run=dry_run,
-                )
-            )
+            results.append(_undo(url, candidate, config=config, storage_options=storage_options, dry_run=dry_run))
         except Exception as error:
-            results.append(_failed(job, attempt, reason, error, upload))
+            results.append(_failed(candidate.job_id, candidate.attempt, candidate.reason, error, candidate.protocol))
     return sorted(results, key=lambda result: (result.job_id, result.job_attempt))
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A job attempt judged to be rolled back."""
+
+    job_id: str
+    attempt: int
+    reason: str
+    protocol: ProtocolName
 
 
 def _undo(
     url: str,
-    job: str,
-    attempt: int,
-    reason: str,
+    candidate: _Candidate,
     *,
-    upload: bool,
     config: CommitterConfig,
     storage_options: dict[str, Any] | None,
     dry_run: bool,
 ) -> RolledBack:
-    """Abort (or plan the abort of) one dead job attempt with a fresh committer."""
-    if upload:
-        with UploadCommitter(url, job, attempt, config, storage_options) as uploader:
-            undone = uploader.plan_abort() if dry_run else uploader.abort_job()
-        if not dry_run:
-            log.warning(
-                "Rolled back upload job %s attempt %d (%s): %d objects deleted, %d incomplete uploads aborted",
-                job,
-                attempt,
-                reason,
-                len(undone.deleted),
-                len(undone.aborted),
-            )
-        return RolledBack(job, attempt, undone.deleted, reason, undone.aborted, "upload", undone.skipped)
-    with TransactionalCommitter(url, job, attempt, config, storage_options) as committer:
-        outcome = committer.plan_abort() if dry_run else committer.abort_job()
+    """Abort (or plan the abort of) one dead job attempt with a fresh committer of its protocol."""
+    job, attempt = candidate.job_id, candidate.attempt
+    with create_committer(url, job, candidate.protocol, attempt, config, storage_options) as committer:
+        if not isinstance(committer, MarkerProtocolCommitter):  # only marker protocols judge a job dead
+            raise CommitterError(f"{committer.destination_url}: job {job} of {candidate.protocol} has no markers")
+        undone = committer.plan_abort() if dry_run else committer.abort_job()
+    aborted: tuple[str, ...] = getattr(undone, "aborted", ())
     if not dry_run:
-        log.warning("Rolled back job %s attempt %d (%s): %d files deleted", job, attempt, reason, len(outcome.deleted))
-    return RolledBack(job, attempt, outcome.deleted, reason, skipped=outcome.skipped)
+        log.warning(
+            "Rolled back %s job %s attempt %d (%s): %d data files deleted, %d incomplete uploads aborted",
+            candidate.protocol,
+            job,
+            attempt,
+            candidate.reason,
+            len(undone.deleted),
+            len(aborted),
+        )
+    return RolledBack(job, attempt, undone.deleted, candidate.reason, aborted, candidate.protocol, undone.skipped)
 
 
-def _failed(job: str, attempt: int, reason: str, error: Exception, upload: bool = False) -> RolledBack:
+def _failed(
+    job: str, attempt: int, reason: str, error: Exception, protocol: str = ProtocolName.TRANSACTIONAL
+) -> RolledBack:
     message = f"job {job} attempt {attempt:02d}: {describe_error(error)}"
     log.error("Rollback of job %s attempt %d failed (the other jobs go on): %s", job, attempt, message)
-    return RolledBack(job, attempt, (), reason, protocol="upload" if upload else "transactional", error=message)
+    return RolledBack(job, attempt, (), reason, protocol=protocol, error=message)
 
 
-def _judge(
-    store: StoreOperations, paths: JobPaths, retry: Any, config: CommitterConfig, *, named: bool
-) -> tuple[str | None, bool] | None:
-    """``None`` for a job attempt without markers; else why it is to be rolled back (``None``: leave it), and
-    whether it is an upload job."""
-    markers_dir = MarkerPaths(paths).markers_dir
-    upload = call_on(retry, store.info, UploadPaths(paths).protocol_file, "info") is not None
-    if not upload and call_on(retry, store.info, markers_dir, "info") is None:
-        return None
-    return _why_dead(store, paths, retry, config, named=named, upload=upload), upload
+def _job_ids(top: StateReads) -> list[str]:
+    return sorted(
+        name
+        for name, is_dir in top.names(posixpath.join(top.paths.dest, TEMPORARY_DIR))
+        if is_dir and is_valid_id(name)
+    )
 
 
-def _job_ids(store: StoreOperations, root: str, retry: Any) -> list[str]:
-    temporary = posixpath.join(root, TEMPORARY_DIR)
-    try:
-        entries = retry.call(lambda: store.list_dir(temporary), f"list {temporary}")
-    except FileNotFoundError:
-        return []
-    names = (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
-    return sorted(name for name in names if is_valid_id(name))
-
-
-def _job_attempts(store: StoreOperations, root: str, job_id: str, retry: Any) -> list[int]:
-    job_dir = JobPaths(root, job_id, 0).job_dir
-    try:
-        entries = retry.call(lambda: store.list_dir(job_dir), f"list {job_dir}")
-    except FileNotFoundError:
-        return []
-    names = (posixpath.basename(status.path.rstrip("/")) for status in entries if status.is_dir)
-    return sorted(int(name) for name in names if len(name) == 2 and name.isdigit())
-
-
-def _why_dead(
-    store: StoreOperations, paths: JobPaths, retry: Any, config: CommitterConfig, *, named: bool, upload: bool = False
-) -> str | None:
-    """Why this job attempt (which has markers, or is an upload job) is to be rolled back, or ``None`` to leave it.
-
-    An upload job is committed once its ``commit-finished`` record is in place (its abort then keeps the output
-    and only aborts leftover uploads)."""
-    markers = MarkerPaths(paths)
-    committed = paths.commit_finished_path if upload else TransactionPaths(paths).committed
-    if retry.call(lambda: store.info(committed), f"info {committed}") is not None:
-        log.info("rollback: job %s is committed (%s); leaving it", paths.job_id, store.to_url(committed))
-        return None
-    if named:
-        return "named by the caller"
-    liveness = job_liveness(store, markers, retry, expiry_seconds=config.heartbeat_expiry_seconds)
-    if not liveness.dead:
-        log.info("rollback: job %s is alive (%s); leaving it", paths.job_id, liveness.reason)
-        return None
-    return liveness.reason
+def _job_attempts(top: StateReads, job_id: str) -> list[int]:
+    job_dir = JobPaths(top.paths.dest, job_id, 0).job_dir
+    return sorted(int(name) for name, is_dir in top.names(job_dir) if is_dir and len(name) == 2 and name.isdigit())

@@ -12,6 +12,7 @@ described with the reason, never fatal, since a damaged job is exactly what an o
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import re
 from collections.abc import Callable
@@ -30,6 +31,8 @@ from .names import ProtocolName
 
 if TYPE_CHECKING:
     from .base import CommitterBase
+
+log = logging.getLogger(__name__)
 
 _UNIT_RECORD = re.compile(r"(?P<key>.+)\.(?P<kind>intent|done)\Z")
 
@@ -155,6 +158,21 @@ class CommitReport:
     """Said after the count of files committed (files already in place, renames recovered)."""
 
 
+@dataclass(frozen=True, slots=True)
+class RollbackVerdict:
+    """What ``rollback`` makes of a job attempt: whether it can undo it at all, and if so why it should now."""
+
+    applies: bool
+    """The attempt's protocol keeps what rollback undoes (write markers): transactional and upload jobs."""
+    reason: str | None = None
+    """Why the job is to be rolled back (its driver is gone, or the caller named it); ``None``: leave it (it is
+    committed, or alive)."""
+
+
+NOT_ROLLED_BACK = RollbackVerdict(applies=False)
+"""The verdict of the protocols rollback does not undo (abort their jobs instead)."""
+
+
 class JobOperations(Protocol):
     """What the tools need of one protocol beyond its committer: recognise, describe, report."""
 
@@ -185,6 +203,11 @@ class JobOperations(Protocol):
 
     def abort(self, committer: CommitterBase, before: AttemptStatus, *, dry_run: bool) -> list[str]:
         """Abort the job attempt (or, with ``dry_run``, say what an abort would do): the report's lines."""
+        ...
+
+    def judge_for_rollback(self, reads: StateReads, *, named: bool) -> RollbackVerdict:
+        """Whether ``rollback`` undoes the job attempt at ``reads.paths``, and why: its protocol's own evidence
+        that it is committed, then (unless the caller ``named`` it) the liveness of its driver."""
         ...
 
 
@@ -279,6 +302,25 @@ def unusable(manifests: list[ManifestStatus]) -> str | None:
     """Why a job commit would refuse to start (the first unusable manifest), or ``None``."""
     broken = [m for m in manifests if m.error is not None]
     return broken[0].error if broken else None
+
+
+def judge_by_markers(reads: StateReads, committed_path: str, *, named: bool) -> RollbackVerdict:
+    """The verdict of a job attempt that keeps write markers: leave it once ``committed_path`` (its commit point's
+    record) is in place; else roll it back if the caller ``named`` it or its driver is gone (its lease expired and
+    its marker server does not answer)."""
+    if reads.info(committed_path) is not None:
+        log.info("rollback: job %s is committed (%s); leaving it", reads.paths.job_id, reads.to_url(committed_path))
+        return RollbackVerdict(applies=True)
+    if named:
+        return RollbackVerdict(applies=True, reason="named by the caller")
+    store, retry = reads.context.store, reads.context.store_retry
+    liveness = job_liveness(
+        store, MarkerPaths(reads.paths), retry, expiry_seconds=reads.config.heartbeat_expiry_seconds
+    )
+    if not liveness.dead:
+        log.info("rollback: job %s is alive (%s); leaving it", reads.paths.job_id, liveness.reason)
+        return RollbackVerdict(applies=True)
+    return RollbackVerdict(applies=True, reason=liveness.reason)
 
 
 def driver_warning(markers: MarkerStatus | None) -> str:

@@ -17,11 +17,13 @@ from ...stages.file_output.journal import committed_summary, read_commit_record
 from ...stages.reads import StateReads
 from ..base import CommitterBase
 from ..job_state import (
+    NOT_ROLLED_BACK,
     AttemptStatus,
     CommitProgress,
     CommitReport,
     JobStatus,
     ManifestStatus,
+    RollbackVerdict,
     commit_report,
     describe_attempt,
     was_committed,
@@ -101,6 +103,9 @@ class FileOutputOperations:
         if result.committed:
             lines.insert(1, "  The job was committed: its output stays; only its state was deleted")
         return lines
+
+    def judge_for_rollback(self, reads: StateReads, *, named: bool) -> RollbackVerdict:
+        return NOT_ROLLED_BACK
 
 
 OPERATIONS = FileOutputOperations()

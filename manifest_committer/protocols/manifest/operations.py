@@ -13,11 +13,13 @@ from ...statistic_names import COMMIT_FILE_RENAME_RECOVERED, COMMITTER_FILES_ALR
 from ...success_data import SUCCESS_MARKER
 from ..base import CommitterBase
 from ..job_state import (
+    NOT_ROLLED_BACK,
     AttemptStatus,
     CommitProgress,
     CommitReport,
     JobStatus,
     ManifestStatus,
+    RollbackVerdict,
     commit_report,
     describe_attempt,
     inspect_commit,
@@ -94,6 +96,9 @@ class ManifestOperations:
         if before.commit is not None and before.commit.finished:
             lines.insert(1, "  The job was committed: its output stays; only its state was deleted")
         return lines
+
+    def judge_for_rollback(self, reads: StateReads, *, named: bool) -> RollbackVerdict:
+        return NOT_ROLLED_BACK
 
 
 OPERATIONS = ManifestOperations()

@@ -12,11 +12,13 @@ from ...markers import MarkerPaths
 from ...stages.reads import StateReads
 from ..base import CommitterBase
 from ..job_state import (
+    NOT_ROLLED_BACK,
     AttemptStatus,
     CommitReport,
     JobStatus,
     ManifestStatus,
     MarkerStatus,
+    RollbackVerdict,
     TransactionStatus,
     commit_report,
     describe_attempt,
@@ -24,6 +26,7 @@ from ..job_state import (
     inspect_commit,
     inspect_manifests,
     inspect_markers,
+    judge_by_markers,
     listed,
     task_attempt_directories,
     unusable,
@@ -124,6 +127,12 @@ class TransactionalOperations:
             cleanup += f" ({result.cleanup.error})"
         lines.append(f"  Cleanup:             {cleanup}")
         return lines
+
+    def judge_for_rollback(self, reads: StateReads, *, named: bool) -> RollbackVerdict:
+        """A job with write markers, committed once its ``_committed_<tid>`` is in place."""
+        if reads.info(MarkerPaths(reads.paths).markers_dir) is None:
+            return NOT_ROLLED_BACK
+        return judge_by_markers(reads, TransactionPaths(reads.paths).committed, named=named)
 
 
 OPERATIONS = TransactionalOperations()

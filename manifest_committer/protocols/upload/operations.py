@@ -21,6 +21,7 @@ from ..job_state import (
     JobStatus,
     ManifestStatus,
     MarkerStatus,
+    RollbackVerdict,
     UploadStatus,
     commit_report,
     describe_attempt,
@@ -28,6 +29,7 @@ from ..job_state import (
     inspect_commit,
     inspect_manifests,
     inspect_markers,
+    judge_by_markers,
     listed,
     unusable,
     was_committed,
@@ -132,6 +134,11 @@ class UploadOperations:
                 cleanup += f" ({result.cleanup.error})"
             lines.append(f"  Cleanup: {cleanup}")
         return lines
+
+    def judge_for_rollback(self, reads: StateReads, *, named: bool) -> RollbackVerdict:
+        """Every upload job (its uploads are found through its records and markers), committed once its
+        ``commit-finished`` record is in place (its abort then keeps the output and aborts leftover uploads)."""
+        return judge_by_markers(reads, reads.paths.commit_finished_path, named=named)
 
 
 OPERATIONS = UploadOperations()
