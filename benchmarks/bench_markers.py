@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fixtures.emulators
 
+from manifest_committer.config import MarkerType
 from manifest_committer.markers import MarkerClient, MarkerPaths, MarkerServer, read_markers
 from manifest_committer.markers.address import LOOPBACK
 from manifest_committer.paths import JobPaths
@@ -173,7 +174,7 @@ def _writer_process(
     store, path = _store(destination, latency, storage_options)
     store.inner.info(path)  # connect (and, on a cloud store, build the client) before the clock starts
     paths = MarkerPaths(JobPaths(path, job_id, 0))
-    client = MarkerClient(store, paths, _retry(store), marker_type="direct" if marker_type == "direct" else "batched")
+    client = MarkerClient(store, paths, _retry(store), marker_type=MarkerType(marker_type))
     latencies: list[list[float]] = [[] for _ in range(threads)]
     start_gate = threading.Barrier(threads + 1)
 

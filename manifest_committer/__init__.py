@@ -7,7 +7,7 @@ writes a JSON ``_SUCCESS`` summary. Files are compatible with Hadoop 3.5's Manif
 
 from __future__ import annotations
 
-from .config import CommitterConfig
+from .config import CommitterConfig, MarkerType
 from .errors import (
     CommitterError,
     ConfigError,
@@ -25,6 +25,7 @@ from .manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from .operate.rollback import RolledBack, rollback
 from .protocols.base import TaskAttempt
 from .protocols.manifest.committer import ManifestCommitter
+from .protocols.names import ProtocolName
 from .protocols.registry import PROTOCOLS, Committer, create_committer
 from .protocols.transactional.committer import TransactionalCommitter
 from .protocols.transactional.readers import committed_files, vacuum
@@ -53,9 +54,11 @@ __all__ = [
     "ManifestError",
     "MarkerError",
     "MarkerServerError",
+    "MarkerType",
     "MeanStatistic",
     "OutputConflictError",
     "OutputValidationError",
+    "ProtocolName",
     "RolledBack",
     "StoreBinding",
     "StoreCapabilities",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import enum
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -63,14 +64,23 @@ def _parse_optional_path(key: str, value: str) -> str | None:
     return text or None
 
 
-MARKER_TYPES = ("direct", "batched")
+class MarkerType(enum.StrEnum):
+    """How tasks record write markers (``markers.type``); each member equals its string."""
+
+    DIRECT = "direct"
+    """One empty object per data file, written by the task itself."""
+    BATCHED = "batched"
+    """Through the driver's marker server, which writes them in batches."""
 
 
-def _parse_marker_type(key: str, value: str) -> str:
+MARKER_TYPES: tuple[MarkerType, ...] = tuple(MarkerType)
+
+
+def _parse_marker_type(key: str, value: str) -> MarkerType:
     text = value.strip().lower()
     if text not in MARKER_TYPES:
         raise ConfigError(f"{key}: expected one of {', '.join(MARKER_TYPES)}, got {value!r}")
-    return text
+    return MarkerType(text)
 
 
 def _parse_host(key: str, value: str) -> str | None:
@@ -198,7 +208,7 @@ class CommitterConfig:
     (``store.retry.max.time``). The cloud stores' clients do not retry on their own, so this bounds a call."""
     rename_batch_size: int = 128
     """Most files one unit of work renames; batching keeps per-file overhead in microseconds."""
-    markers_type: str = "batched"
+    markers_type: MarkerType = MarkerType.BATCHED
     """``direct``: one marker object per data file; ``batched``: through the driver's marker server
     (``markers.type``)."""
     markers_batch_interval_ms: int = 50
@@ -234,6 +244,7 @@ class CommitterConfig:
                 raise ConfigError(f"{name}: must be a number of seconds >= 0, got {value!r}")
         if self.markers_type not in MARKER_TYPES:
             raise ConfigError(f"markers_type: must be one of {', '.join(MARKER_TYPES)}, got {self.markers_type!r}")
+        object.__setattr__(self, "markers_type", MarkerType(self.markers_type))  # "direct" given as a plain string
         address = self.markers_server_address
         if address is not None and (not isinstance(address, str) or not address or host_problem(address)):
             raise ConfigError(f"markers_server_address: expected a host name or an IP address, got {address!r}")

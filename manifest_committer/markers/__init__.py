@@ -8,8 +8,9 @@ driver gone?). Each takes a ``StoreOperations`` and the committer's ``RetryPolic
 
 from __future__ import annotations
 
+from ..config import MarkerType
 from ..errors import MarkerError, MarkerServerError
-from .client import MarkerClient, MarkerType, ping, read_server_state
+from .client import MarkerClient, ping, read_server_state
 from .direct import DirectMarkers
 from .heartbeat import DEFAULT_EXPIRY_SECONDS, Heartbeat, Liveness, job_liveness, read_heartbeat
 from .layout import BATCHED, IO_TYPES, MARKERS_TYPE_FILE, Marker, MarkerPaths, check_data_file, parse_marker

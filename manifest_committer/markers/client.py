@@ -17,10 +17,11 @@ import contextlib
 import logging
 import socket
 import threading
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
+from ..config import MARKER_TYPES, MarkerType
 from ..errors import MarkerError, MarkerServerError
 from ..retry import RetryPolicy, describe_error
 from ..store import StoreOperations
@@ -31,7 +32,6 @@ from .server import CREATE_PATH, PING_PATH, ServerState
 
 log = logging.getLogger(__name__)
 
-MarkerType = Literal["direct", "batched"]
 DEFAULT_TIMEOUT = 10.0
 """Seconds a task waits for the server's answer: a healthy flush takes one batch interval plus one store write."""
 CONNECT_TIMEOUT = 5.0
@@ -209,10 +209,10 @@ class MarkerClient:
         paths: MarkerPaths,
         retry: RetryPolicy,
         *,
-        marker_type: MarkerType = "batched",
+        marker_type: MarkerType = MarkerType.BATCHED,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
-        if marker_type not in ("direct", "batched"):
+        if marker_type not in MARKER_TYPES:
             raise MarkerError(f"{paths.markers_dir}: unknown marker type {marker_type!r}; use direct or batched")
         self.paths = paths
         self.marker_type: MarkerType = marker_type
@@ -223,7 +223,7 @@ class MarkerClient:
         self._server: ServerState | None = None
         self._secret: str | None = None
         self._server_looked_up = False
-        self._server_gone = marker_type == "direct"
+        self._server_gone = marker_type is MarkerType.DIRECT
         self._local = threading.local()
         self.fallbacks = 0
         """Markers written directly because the server could not record them."""

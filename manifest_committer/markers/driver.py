@@ -14,13 +14,13 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
-from ..config import MARKER_TYPES, CommitterConfig
+from ..config import MARKER_TYPES, CommitterConfig, MarkerType
 from ..errors import ConfigError
 from ..paths import check_id
 from ..retry import RetryPolicy
 from ..store import StoreOperations
 from .address import bind_host, server_host
-from .client import MarkerClient, MarkerType
+from .client import MarkerClient
 from .heartbeat import Heartbeat
 from .layout import MarkerPaths
 from .server import MarkerServer
@@ -76,7 +76,7 @@ class JobMarkers:
         self._heartbeat = Heartbeat(
             self._store, self.paths, retry, expiry_seconds=config.heartbeat_expiry_seconds
         ).start()
-        if config.markers_type != "batched":
+        if config.markers_type is not MarkerType.BATCHED:
             return
         try:
             published = server_host(config.markers_server_address)
@@ -110,7 +110,7 @@ class JobMarkers:
         with self._lock:
             client = self._clients.get(attempt_id)
             if client is None:
-                marker_type: MarkerType = "direct" if self._config.markers_type == "direct" else "batched"
+                marker_type = self._config.markers_type
                 client = MarkerClient(self._store, self.paths, self._retry_for(attempt_id), marker_type=marker_type)
                 self._clients[attempt_id] = client
             return client
@@ -118,7 +118,7 @@ class JobMarkers:
     def keep_alive(self, attempt_id: str) -> AbstractContextManager[object]:
         """With direct markers, beat ``heartbeats/<attempt>`` while the attempt runs (removed at its end), so a
         job whose driver side lives in no process (Spark's ``format("manifest")``) is alive while tasks run."""
-        if self._config.markers_type != "direct":
+        if self._config.markers_type is not MarkerType.DIRECT:
             return nullcontext()  # the marker server in the driver is the job's liveness
         check_id("task attempt id", attempt_id)
         heartbeat = Heartbeat(

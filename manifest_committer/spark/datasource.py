@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..config import MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
+from ..config import MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig, MarkerType
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols.base import CommitterBase
 from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
@@ -435,7 +435,7 @@ class ManifestDataSource(DataSource):
             # manifest_committer.spark.write set the job up in the caller's process, which hosts the driver's
             # side of it (the marker server of the transactional and upload protocols) until the write returns.
             return ManifestWriter(settings)
-        if hosts_marker_server(settings.protocol) and settings.config.markers_type != "direct":
+        if hosts_marker_server(settings.protocol) and settings.config.markers_type is not MarkerType.DIRECT:
             # This worker exits once writer() returns, and a marker server here would die with it: tasks would
             # find it gone and the job would look dead to rollback. Direct markers need no server, and the
             # running tasks beat the job's heartbeat (keep_alive).
@@ -445,7 +445,9 @@ class ManifestDataSource(DataSource):
                 settings.job_id,
                 SHORT_NAME,
             )
-            settings = dataclasses.replace(settings, config=dataclasses.replace(settings.config, markers_type="direct"))
+            settings = dataclasses.replace(
+                settings, config=dataclasses.replace(settings.config, markers_type=MarkerType.DIRECT)
+            )
         with settings.committer() as committer:
             committer.setup_job()
         log.info("Set up job %s writing %s into %s", settings.job_id, settings.output_format.name, settings.destination)

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig
+from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig, MarkerType
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols.base import CommitterBase, TaskAttempt
 from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
@@ -148,11 +148,11 @@ class WriteJob:
             raise ConfigError(f"unknown writer option {unknown[0]!r} for {url}")
         config = CommitterConfig.from_hadoop_conf(hadoop)
         protocol = resolve_protocol(url, protocol)
-        batched_asked = config.markers_type == "batched" and any(
+        batched_asked = config.markers_type is MarkerType.BATCHED and any(
             key.removeprefix(SPARK_HADOOP_PREFIX) == MARKERS_TYPE_KEY for key in hadoop
         )
         driver_hosts = False
-        if hosts_marker_server(protocol) and config.markers_type != "direct":
+        if hosts_marker_server(protocol) and config.markers_type is not MarkerType.DIRECT:
             if driver_address is not None and batched_asked:
                 driver_hosts = True
                 if config.markers_server_address is None:
@@ -163,7 +163,7 @@ class WriteJob:
                 # while the tasks write. Direct markers need no server (and cost a task writing many files in
                 # sequence no batch interval each); the running tasks beat the job's heartbeat (keep_alive).
                 log.debug("%s: direct write markers (no driver process hosts a marker server here)", url)
-                config = dataclasses.replace(config, markers_type="direct")
+                config = dataclasses.replace(config, markers_type=MarkerType.DIRECT)
         return cls(
             destination=url,
             job_id=f"{framework}-{uuid.uuid4()}",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import manifest_committer
+import manifest_committer as mc
 from manifest_committer.iostatistics import StatisticsStore
 from manifest_committer.markers import (
     Marker,
@@ -47,7 +48,7 @@ def free_port() -> int:
 
 
 def test_direct_type_writes_direct_markers_without_any_server(job: MarkerJob) -> None:
-    client = MarkerClient(job.store, job.paths, job.retry, marker_type="direct")
+    client = MarkerClient(job.store, job.paths, job.retry, marker_type=mc.MarkerType.DIRECT)
 
     assert client.create("dt=1/a.csv") == Marker("dt=1/a.csv")
 

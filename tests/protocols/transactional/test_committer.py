@@ -468,7 +468,10 @@ def test_an_unknown_marker_type_is_named() -> None:
         mc.CommitterConfig.from_hadoop_conf({"mapreduce.manifest.committer.markers.type": "timeline"})
     with pytest.raises(mc.CommitterError, match="'timeline'"):
         mc.create_committer(
-            "memory://x/out", "job-1", "transactional", config=mc.CommitterConfig(markers_type="timeline")
+            "memory://x/out",
+            "job-1",
+            "transactional",
+            config=mc.CommitterConfig(markers_type="timeline"),  # type: ignore[arg-type]
         )
 
 

@@ -210,7 +210,8 @@ def test_a_kill_before_the_commit_leaves_a_dead_job_that_rollback_undoes(
     time.sleep(0.25)
 
     rolled = mc.rollback(
-        str(scenario.dest), config=mc.CommitterConfig(markers_type=scenario.markers, heartbeat_expiry_seconds=0.2)
+        str(scenario.dest),
+        config=mc.CommitterConfig(markers_type=mc.MarkerType(scenario.markers), heartbeat_expiry_seconds=0.2),
     )
 
     assert [result.job_id for result in rolled] == [JOB]

@@ -50,7 +50,7 @@ def test_a_crafted_marker_never_aborts_another_writers_upload(
     destination."""
     dest = f"s3://{s3_bucket}/table"
     victim = another_writers_upload(store, s3_bucket, "table/victim.csv")
-    config = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type=markers)
+    config = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type=mc.MarkerType(markers))
     with mc.create_committer(dest, "job-1", "upload", config=config) as job:
         assert isinstance(job, UploadCommitter)
         job.setup_job()
@@ -75,7 +75,7 @@ def test_each_upload_is_recorded_by_id_as_it_starts(s3_bucket: str, store: S3Sto
     from tests.fixtures.stage_context import load_schema
 
     dest = f"s3://{s3_bucket}/table"
-    config = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type="direct")
+    config = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type=mc.MarkerType.DIRECT)
     with mc.create_committer(dest, "job-1", "upload", config=config) as job:
         assert isinstance(job, UploadCommitter)
         job.setup_job()

@@ -22,8 +22,8 @@ from tests.fixtures.emulators import Emulator
 pytestmark = pytest.mark.s3
 
 MIB = 2**20
-FAST = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type="direct")
-BATCHED = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type="batched")
+FAST = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type=mc.MarkerType.DIRECT)
+BATCHED = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, markers_type=mc.MarkerType.BATCHED)
 
 
 @pytest.fixture
@@ -235,7 +235,9 @@ def test_an_existing_object_is_a_conflict_unless_delete_target_files(
     dest: str, s3_bucket: str, store: S3Store, delete_target_files: bool
 ) -> None:
     store.fs.pipe_file(f"{s3_bucket}/table/a.csv", b"someone else's")
-    config = mc.CommitterConfig(store_retry_interval=0, markers_type="direct", delete_target_files=delete_target_files)
+    config = mc.CommitterConfig(
+        store_retry_interval=0, markers_type=mc.MarkerType.DIRECT, delete_target_files=delete_target_files
+    )
     with committer(dest, config=config) as job:
         job.setup_job()
         write(job.setup_task("task_0", "attempt_0_0"), {"a.csv": b"ours"})

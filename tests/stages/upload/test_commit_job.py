@@ -16,7 +16,9 @@ pytestmark = pytest.mark.s3
 
 
 def upload_job(dest: str, *, delete_target_files: bool = False) -> UploadCommitter:
-    config = mc.CommitterConfig(store_retry_interval=0, markers_type="direct", delete_target_files=delete_target_files)
+    config = mc.CommitterConfig(
+        store_retry_interval=0, markers_type=mc.MarkerType.DIRECT, delete_target_files=delete_target_files
+    )
     job = mc.create_committer(dest, "job-1", "upload", config=config)
     assert isinstance(job, UploadCommitter)
     job.setup_job()
