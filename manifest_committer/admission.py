@@ -1,7 +1,7 @@
 """What a task manifest, or a writer's declared outputs, may name: the one place that decides it.
 
 A manifest is input: another process (or machine, or an older or hostile program) wrote it, so nothing it names
-is trusted until these rules admit it (STYLE rule 2d, contract §4):
+is trusted until these rules admit it (docs/safety.md, "Crafted input" and "Nothing touched on a bad manifest"):
 
 * Ids (``jobId``, ``taskID``, ``taskAttemptID``) are plain names, exactly as the API's ids
   (``paths.is_valid_id``): an id becomes a directory name, and ``posixpath.join`` turns an absolute id such as

@@ -156,7 +156,7 @@ _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     MANIFEST_PREFIX + "store.retry.interval": ("store_retry_interval", _parse_non_negative_number),
     MANIFEST_PREFIX + "store.retry.max.wait": ("store_retry_max_wait", _parse_non_negative_number),
     MANIFEST_PREFIX + "store.retry.max.time": ("store_retry_max_time", _parse_non_negative_number),
-    # Write markers of the transactional and upload protocols (CONTRACT §6).
+    # Write markers of the transactional and upload protocols (docs/markers.md).
     MANIFEST_PREFIX + "markers.type": ("markers_type", _parse_marker_type),
     MANIFEST_PREFIX + "markers.batch.interval.ms": ("markers_batch_interval_ms", _parse_positive_int),
     MANIFEST_PREFIX + "markers.batch.threads": ("markers_batch_threads", _parse_positive_int),

@@ -1,12 +1,12 @@
 """Finding a destination claimed twice among millions, in bounded memory.
 
 The job commit must refuse two claims on one destination file before anything in the destination changes
-(contract §4). Keeping every destination, or even one Python hash object per file in a set, grows with the file
-count (69 MB per million files). Here each destination's 64-bit hash goes into a fixed-size ``array('q')`` run
-(8 bytes a file); a full run is sorted and spilled to a local file next to the entry spill file. At the end the
-sorted runs are merged (``heapq.merge``), and equal neighbours are the candidate hashes: usually none, since two
-distinct paths share a 64-bit hash about once in 10^7 jobs of a million files. The caller then confirms each
-candidate exactly, by comparing the paths themselves in its entry file.
+(docs/safety.md, "Nothing touched on a bad manifest"). Keeping every destination, or even one Python hash object per
+file in a set, grows with the file count (69 MB per million files). Here each destination's 64-bit hash goes into a
+fixed-size ``array('q')`` run (8 bytes a file); a full run is sorted and spilled to a local file next to the entry spill
+file. At the end the sorted runs are merged (``heapq.merge``), and equal neighbours are the candidate hashes: usually
+none, since two distinct paths share a 64-bit hash about once in 10^7 jobs of a million files. The caller then confirms
+each candidate exactly, by comparing the paths themselves in its entry file.
 
 Memory: one run (``run_size`` times 8 bytes, and the sort's temporary list) plus one read buffer per spilled run
 during the merge; with more runs than ``MERGE_FAN_IN`` they are first merged into longer runs, so the merge too

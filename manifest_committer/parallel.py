@@ -1,6 +1,6 @@
 """Bounded parallel execution: the one way stages run work on the job's thread pool.
 
-Unlike Hadoop's TaskPool, which submits one future per item up front (its defect D8: memory grows with the
+Unlike Hadoop's TaskPool, which submits one future per item up front (so memory grows with the
 file count), at most ``max_in_flight`` items are submitted at a time; results are handed to ``on_result`` in
 the calling thread, so aggregation needs no locks. After the first failure nothing new is submitted, work in
 flight finishes, and the first error is raised.

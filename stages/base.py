@@ -129,7 +129,7 @@ class Stage(ABC, Generic[ArgT, ResultT]):
 
     def __init__(self, context: StageContext) -> None:
         self.context = context
-        self._store = context.store  # private: every call goes through the gated methods below (STYLE 2b)
+        self._store = context.store  # private: every call goes through the gated methods below (docs/architecture.md)
         self.paths = context.paths
         self.config = context.config
         self.stats = context.stats

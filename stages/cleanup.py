@@ -79,7 +79,7 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
     attempts, manifests, the journal, ``commit-started``) is deleted first, one call each, and the record only
     with the job directory itself. So a kill at any point leaves the record while anything it protects is left,
     and a rerun of ``commit_job`` that finds it finishes the cleanup instead of committing again.
-    Hadoop deletes all of ``_temporary`` (its defect D10), which breaks concurrent jobs into one destination.
+    Hadoop deletes all of ``_temporary``, which breaks concurrent jobs into one destination.
 
     In the background (``CleanupArguments.background``: a job commit past its commit point, on a store with
     ``directory_rename``), ``_temporary/$jobId`` leaves the way in one atomic rename to

@@ -5,7 +5,7 @@
 them here instead (the task commit and abort too): every call goes through the gate (timed under its own ``op_*`` name,
 retried under the store policy, counted) and the files are read and parsed as units of work on the job's pool
 (``run_bounded``), so they cost one round of latency. Called from a stage's own thread, never from a unit of
-work on the pool (STYLE 4).
+work on the pool (one pool per job call).
 """
 
 from __future__ import annotations

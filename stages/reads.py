@@ -1,7 +1,7 @@
 """StateReads: the gate of the tools that only look at a job's state (``status``, and the commands' reports).
 
 Not a step of any protocol: it exists so that every read of ``status`` is timed, retried and counted like any
-stage's call (STYLE rule 2b), and so that a protocol's description of its own state reads through the gate too.
+stage's call (docs/architecture.md), and so that a protocol's description of its own state reads through the gate too.
 """
 
 from __future__ import annotations

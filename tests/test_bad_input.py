@@ -1,5 +1,5 @@
-"""Every error of contract §4, and the job-state and config errors: the error type, a message that names the
-file, key or task at fault, and a destination that the failed call did not touch."""
+"""Every error of docs/safety.md's "Nothing touched on a bad manifest", and the job-state and config errors: the error
+type, a message that names the file, key or task at fault, and a destination that the failed call did not touch."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from manifest_committer.errors import CommitterError, ConfigError
 M = "mapreduce.manifest.committer."
 F = "mapreduce.fileoutputcommitter."
 
-CONTRACT_KEYS = {
+DOCUMENTED_KEYS = {
     M + "io.threads": ("io_threads", "64", 64),
     M + "manifest.save.attempts": ("manifest_save_attempts", "2", 2),
     M + "delete.target.files": ("delete_target_files", "true", True),
@@ -44,22 +44,22 @@ def test_defaults_are_hadoops() -> None:
 
 
 def test_every_contract_key_is_known() -> None:
-    assert set(CONTRACT_KEYS) <= set(HADOOP_KEYS)
+    assert set(DOCUMENTED_KEYS) <= set(HADOOP_KEYS)
     assert list(HADOOP_KEYS) == sorted(HADOOP_KEYS)
 
 
 @pytest.mark.parametrize("prefix", ["", "spark.hadoop."])
-@pytest.mark.parametrize("key", sorted(CONTRACT_KEYS))
+@pytest.mark.parametrize("key", sorted(DOCUMENTED_KEYS))
 def test_each_key_is_parsed(key: str, prefix: str) -> None:
-    field, text, value = CONTRACT_KEYS[key]
+    field, text, value = DOCUMENTED_KEYS[key]
     config = CommitterConfig.from_hadoop_conf({prefix + key: text})
     assert getattr(config, field) == value
     assert getattr(config, field) != getattr(CommitterConfig(), field)
 
 
 def test_all_keys_together() -> None:
-    config = CommitterConfig.from_hadoop_conf({key: text for key, (_, text, _) in CONTRACT_KEYS.items()})
-    for field, _, value in CONTRACT_KEYS.values():
+    config = CommitterConfig.from_hadoop_conf({key: text for key, (_, text, _) in DOCUMENTED_KEYS.items()})
+    for field, _, value in DOCUMENTED_KEYS.values():
         assert getattr(config, field) == value
 
 
@@ -168,7 +168,7 @@ def test_frozen() -> None:
 
 
 def test_to_hadoop_conf_round_trip() -> None:
-    config = CommitterConfig.from_hadoop_conf({key: text for key, (_, text, _) in CONTRACT_KEYS.items()})
+    config = CommitterConfig.from_hadoop_conf({key: text for key, (_, text, _) in DOCUMENTED_KEYS.items()})
     conf = config.to_hadoop_conf()
     assert set(conf) == set(HADOOP_KEYS)
     assert all(isinstance(v, str) for v in conf.values())

@@ -194,6 +194,32 @@ def test_no_pointer_outside_the_repository(page: Path) -> None:
         assert found is None, f"{page.relative_to(REPO)}:{number}: points outside the repository: {line.strip()}"
 
 
+SOURCES = sorted(
+    path
+    for folder in ("manifest_committer", "stages", "tests", "benchmarks", "examples", "scripts")
+    for path in (REPO / folder).rglob("*")
+    if path.suffix in (".py", ".sh") and not path.is_symlink()
+)
+POINTER_IN_CODE = re.compile(
+    r"CONTRACT ?(§|section)|contract §|STYLE (rule )?[0-9]|reference/[a-z-]+\.(txt|md)|\.\./shared"
+)
+"""In code a pointer looks like ``CONTRACT §6``, ``STYLE 2b`` or a reference paper's file name (a constant named
+``STYLE`` holding CSS is no pointer)."""
+
+
+def test_no_source_file_points_outside_the_repository() -> None:
+    """Docstrings and comments point to docs/, which a clone has, not to papers it has not."""
+    assert REPO / "manifest_committer" / "cli.py" in SOURCES
+    found = [
+        f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        for path in SOURCES
+        if path != Path(__file__)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if POINTER_IN_CODE.search(line)
+    ]
+    assert not found, "points outside the repository:\n" + "\n".join(found)
+
+
 def test_every_page_is_reachable_from_the_readme() -> None:
     """A page no link reaches is a page nobody reads."""
     reached = {(REPO / target.partition("#")[0]).resolve() for target in links(REPO / "README.md")}

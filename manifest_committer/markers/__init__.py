@@ -1,4 +1,4 @@
-"""Write markers (CONTRACT §6): a record of every data file a job is about to create, direct or batched.
+"""Write markers (docs/markers.md): a record of every data file a job is about to create, direct or batched.
 
 One module per job: ``layout`` (paths, what a marker may name, retried store calls), ``direct`` (one empty
 object per data file), ``server`` (the driver's batching HTTP server), ``client`` (a task's marker calls, with

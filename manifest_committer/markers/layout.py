@@ -1,6 +1,6 @@
 """Where a job's write markers live, what a marker may name, and the retried store calls the marker code makes.
 
-Layout (CONTRACT §6), under ``$dest/_temporary/$jobId/$NN/markers/``::
+Layout (docs/formats.md, "Write markers"), under ``$dest/_temporary/$jobId/$NN/markers/``::
 
     <relative dir>/<file name>.marker.CREATE     direct: one empty object per data file
     MARKERS0 ... MARKERS<n-1>                    batched: one marker path per line, each line ending in "\\n"
@@ -10,9 +10,9 @@ Layout (CONTRACT §6), under ``$dest/_temporary/$jobId/$NN/markers/``::
     secret                                       batched: the job's secret, which every request proves
     heartbeat                                    the driver's lease, renewed while the job runs (both types)
 
-A marker file is untrusted input (STYLE 2d): ``parse_marker`` is the one place that decides what a marker may
-name, so a crafted ``MARKERS0`` line or direct marker name can never make a rollback delete outside the job's
-data files.
+A marker file is untrusted input (docs/safety.md, "Crafted input"): ``parse_marker`` is the one place that decides what
+a marker may name, so a crafted ``MARKERS0`` line or direct marker name can never make a rollback delete outside the
+job's data files.
 """
 
 from __future__ import annotations

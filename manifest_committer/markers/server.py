@@ -6,7 +6,7 @@ through the synchronous store layer), so an asyncio loop would need its own thre
 to the flush threads, for no gain at this scale: 64 concurrent clients are 64 mostly idle threads, each
 holding one keep-alive connection (measured in ``benchmarks/bench_markers.py``).
 
-Lessons taken from Hudi's timeline-server markers (``reference/hudi-write-markers.txt``):
+Lessons taken from Hudi's timeline-server markers (docs/markers.md):
 
 - a request is answered only once its batch is durable, and a failed flush fails every request of its batch
   (Hudi answered success after a failed flush, PR #19368);

@@ -324,7 +324,7 @@ def judge_by_markers(reads: StateReads, committed_path: str, *, named: bool) -> 
 
 
 def driver_warning(markers: MarkerStatus | None) -> str:
-    """A job whose driver still answers may be running: acting on it is the caller's call (CONTRACT §6)."""
+    """A job whose driver still answers may be running: acting on it is the caller's call (docs/markers.md)."""
     if markers is None or not markers.driver_alive:
         return ""
     return f"the job's driver looks alive ({markers.liveness}); it may still be running"

@@ -6,7 +6,7 @@ import enum
 
 
 class ProtocolName(enum.StrEnum):
-    """A commit protocol of CONTRACT §6; each member equals its string, so ``"upload" == ProtocolName.UPLOAD``."""
+    """A commit protocol (docs/protocols.md); each member equals its string, so ``"upload" == ProtocolName.UPLOAD``."""
 
     MANIFEST = "manifest"
     """Hadoop's manifest committer: tasks write under ``_temporary``, job commit renames every file."""

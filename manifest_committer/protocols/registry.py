@@ -75,7 +75,7 @@ def recognise(reads: StateReads) -> ProtocolName:
 
 
 class Committer(Protocol):
-    """What every protocol's committer offers (CONTRACT section 1): the calls of a job and its tasks.
+    """What every protocol's committer offers (docs/protocols.md): the calls of a job and its tasks.
 
     A fresh committer built with the same arguments, in any process, can run any of them.
     """
@@ -141,7 +141,7 @@ def resolve_protocol(destination: str, protocol: str = AUTO) -> ProtocolName:
     return ProtocolName(protocol)
 
 
-def create_committer(  # noqa: PLR0917 (the signature of CONTRACT section 6, ManifestCommitter's plus protocol)
+def create_committer(  # noqa: PLR0917 (ManifestCommitter's signature plus the protocol)
     destination: str,
     job_id: str,
     protocol: str = AUTO,

@@ -1,4 +1,5 @@
-"""FileOutputAbortJob: Hadoop FileOutputCommitter's job abort (v1, v2), made to keep contract §4 for v1."""
+"""FileOutputAbortJob: Hadoop FileOutputCommitter's job abort (v1, v2), made to restore the destination for v1
+(docs/safety.md)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ class CommitTaskStage(Stage[CommitTaskArguments, CommitTaskResult]):
     Postcondition: ``manifests/$taskId-manifest.json`` lists every file and directory of this attempt (or the
     files the writer declared, with their directories).
     ``committer_tasks_completed`` is counted before the statistics are snapshotted into the manifest, so the
-    job commit sees every task even when tasks run in other processes (Hadoop's defect D14).
+    job commit sees every task even when tasks run in other processes (which Hadoop's task commit does not ensure).
     """
 
     name = TASK_STAGE_COMMIT

@@ -25,8 +25,8 @@ class ValidateOutputStage(Stage[ValidateOutputArguments, ValidateOutputResult]):
     """Probe every destination in parallel: it must be a file of the manifest's size, with the manifest's
     etag where the store keeps etags through a rename.
 
-    Runs before ``_SUCCESS`` is written and before cleanup, unlike Hadoop (its defect D4), so a failed check
-    never leaves a ``_SUCCESS`` that claims success. Postcondition: nothing in the store has changed.
+    Runs before ``_SUCCESS`` is written and before cleanup, unlike Hadoop's (which validates after writing it), so a
+    failed check never leaves a ``_SUCCESS`` that claims success. Postcondition: nothing in the store has changed.
     """
 
     name = JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT

@@ -1,4 +1,4 @@
-"""The marker keys of CommitterConfig (CONTRACT §6), strictly validated like every other key."""
+"""The marker keys of CommitterConfig (docs/markers.md), strictly validated like every other key."""
 
 from __future__ import annotations
 

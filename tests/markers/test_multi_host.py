@@ -1,5 +1,5 @@
 """Markers across hosts, for real: the driver on one simulated host (a network namespace), tasks on another, a
-third host with no route to the driver; one local-disk destination, as a shared file system (CONTRACT §6,
+third host with no route to the driver; one local-disk destination, as a shared file system (docs/markers.md,
 "Across hosts" and "Authenticated")."""
 
 from __future__ import annotations

@@ -296,7 +296,7 @@ def test_success_file_contents(destination: str, protocol: str) -> None:
         assert counters(success)[COMMITTER_FILES_COMMITTED] == 5
         assert counters(success)[COMMITTER_BYTES_COMMITTED] == 15
         assert counters(success)[COMMITTER_TASKS_COMPLETED] == 3
-        assert counters(success)["committer_task_file_count"] == 5, "not double-sampled (Hadoop's D7)"
+        assert counters(success)["committer_task_file_count"] == 5, "not double-sampled (as Hadoop's was)"
         assert counters(success)["committer_task_directory_count"] == 3  # summed over tasks
         assert success.diagnostics["stage"] == "committer_commit_job"
     assert on_disk.timestamp == returned.timestamp
@@ -339,7 +339,8 @@ def test_success_lists_at_most_100_sorted_filenames(destination: str, protocol: 
 
 @EVERY_PROTOCOL
 def test_counters_right_when_tasks_run_in_separate_committers(destination: str, protocol: str) -> None:
-    """Distributed: each task commit on its own committer object, the job commit on yet another (D14)."""
+    """Distributed: each task commit on its own committer object, the job commit on yet another (Hadoop's job
+    counts miss such tasks)."""
     mc.create_committer(destination, "job-dist", protocol, config=FAST).setup_job()
     sizes = {0: 10, 1: 20, 2: 30, 3: 0}
     for index, size in sizes.items():
@@ -572,7 +573,8 @@ def test_directory_at_a_file_destination_is_a_conflict_without_delete_target_fil
 
     assert url_of(committer, "dt=1/part-0.csv") in str(raised.value)
     assert "directory" in str(raised.value)
-    assert output(committer) == {"dt=1/part-0.csv/inner.txt": b"inside"}, "never nested inside it (Hadoop's D5)"
+    nested_by_hadoop = "never nested inside it, as Hadoop's rename of a file onto a directory does"
+    assert output(committer) == {"dt=1/part-0.csv/inner.txt": b"inside"}, nested_by_hadoop
 
 
 @REPLACING_PROTOCOLS

@@ -27,7 +27,7 @@ STAGES = Path(__file__).resolve().parents[2] / "stages"
 
 
 def test_no_stage_but_the_base_touches_the_store() -> None:
-    """STYLE 2b: stages hold no store; a call past the base would escape timing, retries and statistics."""
+    """Stages hold no store (docs/architecture.md); a call past the base would escape timing, retries and statistics."""
     offenders = []
     modules = sorted(STAGES.rglob("*.py"))
     assert STAGES / "manifest" / "rename_files.py" in modules, "every protocol's folder is searched"

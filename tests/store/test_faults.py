@@ -159,7 +159,7 @@ def test_task_manifest_save_retried_below_the_configured_attempts(destination: s
 
 @pytest.mark.parametrize("attempts", [1, 2, 3])
 def test_task_manifest_save_failing_every_configured_attempt_fails_the_task(destination: str, attempts: int) -> None:
-    """``manifest.save.attempts`` is honoured (Hadoop's D1 always makes 5)."""
+    """``manifest.save.attempts`` is honoured (Hadoop's always makes 5)."""
     config = mc.CommitterConfig.from_hadoop_conf(
         {"mapreduce.manifest.committer.manifest.save.attempts": str(attempts)},
         save_retry_interval=0,

@@ -19,10 +19,11 @@ What differs from Hadoop, and why:
   (``stages/file_output/journal.py``), so a rerun after a crash finishes exactly that, and ``abort_job`` before
   the commit point (``_SUCCESS``, or ``_COMMIT_FINISHED.json`` with ``marksuccessfuljobs=false``) removes exactly
   the files an interrupted v1 job commit had moved and puts back the ``_SUCCESS`` it replaced: v1 keeps every
-  promise of contract §4.
+  promise of docs/safety.md.
 
 Kept from Hadoop on purpose: v2 task commit moves files straight into the destination, so committed tasks'
-files are visible before job commit and ``abort_job`` does not remove them (contract §6 exempts them).
+files are visible before job commit and ``abort_job`` does not remove them (docs/safety.md, "Where a protocol promises
+less").
 """
 
 from __future__ import annotations

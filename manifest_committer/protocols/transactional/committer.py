@@ -1,6 +1,6 @@
 """The ``transactional`` protocol: tasks write straight into the destination; job commit writes one small file.
 
-The Databricks-style transactional commit (CONTRACT §6, ``protocols/transactional/records.py`` for the files): each
+The Databricks-style transactional commit (docs/protocols.md; ``records.py`` for the files): each
 task's files land in the destination under names carrying the job's tid and the attempt's tag, each after its write
 marker is durable (``protocols/direct_write_fs.py``); task commit saves a manifest naming them; job commit deletes
 the files of attempts it does not commit (found through the markers), then writes ``_committed_<tid>`` listing the

@@ -1,6 +1,6 @@
 """The transactional protocol's files in the destination: names carrying a transaction id, and commit records.
 
-The Databricks-style transactional commit (``reference/spark-transactional-writes.txt``, CONTRACT §6) keeps its
+The Databricks-style transactional commit (docs/formats.md) keeps its
 whole state beside the data, so any reader can tell committed files from debris without the writer:
 
 - ``_started_<tid>``: an empty file, written when the job is set up;
@@ -11,8 +11,8 @@ whole state beside the data, so any reader can tell committed files from debris 
   root, written once at job commit (the commit point), naming files relative to its own directory.
 
 ``<tid>`` is a decimal number derived from the job id (any process computes the same one); the tag is derived from
-the attempt id. A commit record is untrusted input (STYLE 2d): ``CommitRecord.from_json`` admits only relative
-paths in normal form, so a crafted record can neither hide nor expose files outside its directory.
+the attempt id. A commit record is untrusted input (docs/safety.md, "Crafted input"): ``CommitRecord.from_json`` admits
+only relative paths in normal form, so a crafted record can neither hide nor expose files outside its directory.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ _DATABRICKS_NAME = re.compile(
     re.DOTALL,
 )
 """Databricks' DBIO names: ``part-<n>-tid-<tid>-<write uuid>-<task>-<attempt>-c<n>.<ext>``
-(``reference/spark-transactional-writes.txt``)."""
+(Databricks' transactional commit, docs/formats.md)."""
 _COMMITTED_NAME = re.compile(r"_committed_(?P<tid>[0-9]{1,20})\Z")
 
 

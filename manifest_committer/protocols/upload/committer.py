@@ -1,6 +1,6 @@
 """The ``upload`` protocol (S3): tasks write multipart uploads to the final keys; job commit completes them.
 
-S3A's "magic" committer's idea with S3's conditional writes (CONTRACT §6). A task's ``task.fs`` records a write
+S3A's "magic" committer's idea with S3's conditional writes (docs/protocols.md). A task's ``task.fs`` records a write
 marker for each key, then streams the file into a multipart upload of that key and leaves it incomplete, so
 nothing is visible (``protocols/upload/task_fs.py``); each closed file's upload is recorded in ``pending/``. Task commit
 saves one manifest per attempt holding the uploads (``pendingUploads``), with ``put_if_absent``. Job commit

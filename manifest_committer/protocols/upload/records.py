@@ -3,7 +3,7 @@
 Layout under the job attempt directory ``$dest/_temporary/$jobId/$NN/``::
 
     protocol                                   "upload": the sign that this job is an upload job (status, CLI)
-    markers/...                                the write markers (CONTRACT §6), one per final key
+    markers/...                                the write markers (docs/markers.md), one per final key
     uploads/$name                              one record per multipart upload the job started, written as S3 creates
                                                it and before its first part: the ids abort may abort (``$name`` is
                                                the upload id in URL-safe base64, or ``h-<sha256>`` for a long one)

@@ -26,7 +26,7 @@ from tests.fixtures.committing import run_task
 
 TID_OF_OTHER_TOOL = "7628641425835151768"
 DATABRICKS_NAME = f"part-00000-tid-{TID_OF_OTHER_TOOL}-a8c83893-f6af-49ab-9e0d-8e1181b7e684-37-1-c000.snappy.parquet"
-"""A name Databricks' transactional commit gives a data file (``reference/spark-transactional-writes.txt``)."""
+"""A name Databricks' transactional commit gives a data file (docs/formats.md)."""
 
 
 def config(markers: str = "batched", **overrides: Any) -> mc.CommitterConfig:

@@ -1,7 +1,7 @@
 """Kill tests of the transactional protocol: SIGKILL its job commit (or an abort) at every step, then rerun or
 abort with a fresh committer.
 
-Issue 9 and CONTRACT §4/§6: a rerun finishes the job, leaving exactly the accepted attempts' files (the files of
+docs/safety.md and docs/protocols.md: a rerun finishes the job, leaving exactly the accepted attempts' files (the files of
 a failed attempt, of a speculative loser and of an aborted copy gone, ``_committed_<tid>`` listing exactly the
 accepted ones); an abort before the commit point (``_committed_<tid>`` in place) puts the destination back byte
 for byte as before the job, an earlier job's files, records and ``_SUCCESS`` included, and after it keeps the
