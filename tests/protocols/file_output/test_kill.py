@@ -6,9 +6,9 @@ protocol): the kill points come from a reference run of the same child, each tes
 child was stopped before (``~`` is ``_temporary/0``). The earlier job that commits while the job runs is a manifest job,
 so the job commit replaces a ``_SUCCESS`` that an abort must put back.
 
-v1 keeps every promise of docs/safety.md: a rerun finishes the job, an abort before the commit point leaves the destination as it was
-before the job. v2 keeps it too, except for its documented flaw: its committed tasks' files were published by
-the task commits, so they are in "before" already and an abort leaves them; nothing else of the job stays.
+v1 keeps every promise of docs/safety.md: a rerun finishes the job, an abort before the commit point leaves the
+destination as it was before the job. v2 keeps it too, except for its documented flaw: its committed tasks' files were
+published by the task commits, so they are in "before" already and an abort leaves them; nothing else of the job stays.
 """
 
 from __future__ import annotations

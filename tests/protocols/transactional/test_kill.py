@@ -1,11 +1,11 @@
 """Kill tests of the transactional protocol: SIGKILL its job commit (or an abort) at every step, then rerun or
 abort with a fresh committer.
 
-docs/safety.md and docs/protocols.md: a rerun finishes the job, leaving exactly the accepted attempts' files (the files of
-a failed attempt, of a speculative loser and of an aborted copy gone, ``_committed_<tid>`` listing exactly the
-accepted ones); an abort before the commit point (``_committed_<tid>`` in place) puts the destination back byte
-for byte as before the job, an earlier job's files, records and ``_SUCCESS`` included, and after it keeps the
-output; a second abort changes nothing; an abort killed part-way and run again still puts everything back.
+docs/safety.md and docs/protocols.md: a rerun finishes the job, leaving exactly the accepted attempts' files (the files
+of a failed attempt, of a speculative loser and of an aborted copy gone, ``_committed_<tid>`` listing exactly the
+accepted ones); an abort before the commit point (``_committed_<tid>`` in place) puts the destination back byte for byte
+as before the job, an earlier job's files, records and ``_SUCCESS`` included, and after it keeps the output; a second
+abort changes nothing; an abort killed part-way and run again still puts everything back.
 
 The whole job runs in the killed child (``tests/fixtures/killing.py``): with batched markers the marker server
 dies with it, so the rerun and the abort read the marker files alone. The kill points come from a reference run
