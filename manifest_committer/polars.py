@@ -116,6 +116,9 @@ def _frame_writer(frame: Any, rows: int | None) -> TaskWrite:
             key=list(job.partition_by) or None,
             include_key=False if job.partition_by else None,
             max_rows_per_file=job.max_records_per_file or None,
+            # No size limit: a file ends at maxRecordsPerFile only, as Spark's. Polars' default ("auto", about
+            # 4 GiB) is refused by Polars 1.44 and 2 when there is neither a key nor a row limit.
+            approximate_bytes_per_file=None,
         )
         counted: list[int] = []
         failed = True

@@ -93,3 +93,13 @@ def test_every_protocol_on_the_cloud_emulators(cloud_destination: str, protocol:
               options={"partitionOverwriteMode": "dynamic"})  # fmt: skip
     assert read_rows(cloud_destination, ["dt", "x"]) == sorted([("2026-11-22", 1), ("x=y", 20), (None, 3)], key=repr)
     assert has_success(cloud_destination)
+
+
+@pytest.mark.parametrize("format", ["parquet", "csv", "json"])
+def test_unpartitioned_frames_are_written_in_every_format(destination: str, format: str) -> None:
+    """Polars 1.44 and 2 refuse a ``PartitionBy`` with neither a key nor a limit: one file, all the rows."""
+    frame = pl.DataFrame({"x": [1, 2, 3], "y": ["a", "b", "c"]})
+    summary = mcp.write(frame, destination, format=format)
+    assert summary is not None and len(summary.filenames) == 1
+    mcp.write(frame.lazy().filter(pl.col("x") > 1), destination, format=format, mode="append")
+    assert read_rows(destination, ["x", "y"], format) == [(1, "a"), (2, "b"), (2, "b"), (3, "c"), (3, "c")]
