@@ -26,7 +26,7 @@ import enum
 import re
 from collections.abc import Iterable, Sequence
 
-from .partitioning import escape_path_name, partition_segment
+from .partitioning import DEFAULT_PARTITION_NAME, escape_path_name
 
 POLARS_NULL_NAME = "__HIVE_DEFAULT_PARTITION__"
 """Polars' directory name of a null partition value."""
@@ -43,9 +43,6 @@ class ValueKind(enum.Enum):
     INTEGER = re.compile(r"-?[0-9]+")
     BOOLEAN = re.compile(r"true|false")
     DATE = re.compile(r"(?!0000)[0-9]{4}-[0-9]{2}-[0-9]{2}")  # Python's dates: years 1 to 9999
-
-    def admits(self, text: str) -> bool:
-        return self.value.fullmatch(text) is not None
 
 
 def column_name_agrees(column: str) -> bool:
@@ -79,22 +76,33 @@ def decode_polars_value(text: str) -> str | None:
 
 
 def spark_directory(polars_directory: str, columns: Sequence[str], kinds: Sequence[ValueKind]) -> str | None:
-    """The Spark writer's partition directory for the one Polars named (``columns`` as ``column_name_agrees``
-    admits them), or ``None`` where the two may differ."""
+    """The Spark writer's partition directory for the one Polars named, or ``None`` where the two may differ."""
+    if not all(column_name_agrees(column) for column in columns):
+        return None
+    return _spark_directory(polars_directory, columns, [kind.value for kind in kinds])
+
+
+def _spark_directory(polars_directory: str, columns: Sequence[str], forms: Sequence[re.Pattern[str]]) -> str | None:
+    """``spark_directory`` for ``columns`` that ``column_name_agrees`` admits, ``forms`` their kinds' patterns.
+
+    Each segment is what ``partitioning.partition_segment`` makes of the decoded text (a string value; a column
+    name with nothing to escape), spelled out: this runs once a partition directory.
+    """
     segments = polars_directory.split("/") if polars_directory else []
     if len(segments) != len(columns):
         return None
     spark: list[str] = []
-    for segment, column, kind in zip(segments, columns, kinds, strict=True):
+    for segment, column, form in zip(segments, columns, forms, strict=True):
         name, equals, text = segment.partition("=")
         if not equals or name != column:
             return None
-        value = None if text == POLARS_NULL_NAME else decode_polars_value(text)
-        if value is None and text != POLARS_NULL_NAME:
+        if text == POLARS_NULL_NAME:
+            spark.append(f"{column}={DEFAULT_PARTITION_NAME}")
+            continue
+        value = decode_polars_value(text)
+        if value is None or form.fullmatch(value) is None:
             return None
-        if value is not None and not kind.admits(value):
-            return None
-        spark.append(partition_segment(column, value))
+        spark.append(f"{column}={escape_path_name(value) if value else DEFAULT_PARTITION_NAME}")
     return "/".join(spark)
 
 
@@ -107,6 +115,7 @@ def map_polars_files(
     ordered = sorted(paths)
     if len(set(ordered)) != len(ordered) or not all(column_name_agrees(column) for column in columns):
         return None
+    forms = [kind.value for kind in kinds]
     outputs: dict[str, str] = {}
     directories: dict[str, str | None] = {}
     for number, path in enumerate(ordered):
@@ -114,7 +123,7 @@ def map_polars_files(
         if not file_name:
             return None
         if polars_directory not in directories:
-            directories[polars_directory] = spark_directory(polars_directory, columns, kinds)
+            directories[polars_directory] = _spark_directory(polars_directory, columns, forms)
         directory = directories[polars_directory]
         if directory is None:
             return None

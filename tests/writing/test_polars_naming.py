@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 
+from manifest_committer.writing.partitioning import partition_segment
 from manifest_committer.writing.polars_naming import (
     ValueKind,
     decode_polars_value,
@@ -46,6 +49,18 @@ def test_polars_encoding_is_decoded(text: str, value: str) -> None:
 )
 def test_text_polars_would_not_write_is_refused(text: str) -> None:
     assert decode_polars_value(text) is None
+
+
+POLARS_LEAVES = "".join(chr(code) for code in range(0x21, 0x7F) if chr(code) not in "%/:=")
+"""What Polars leaves unencoded in a value (``tests/test_polars.py`` checks this against Polars itself)."""
+
+
+def test_every_character_maps_to_the_segment_the_spark_writer_makes() -> None:
+    """A value of each character up to U+0800 (and one beyond the BMP), encoded as Polars encodes it, maps to
+    exactly ``partition_segment``'s directory name."""
+    for value in [*(f"a{chr(code)}b" for code in range(1, 0x800)), "😀", "", " "]:
+        polars_directory = f"k={quote(value, safe=POLARS_LEAVES)}"
+        assert spark_directory(polars_directory, ("k",), STRING) == partition_segment("k", value), repr(value)
 
 
 @pytest.mark.parametrize(
