@@ -123,7 +123,7 @@ def test_unpartitioned_writes_in_every_save_mode(
     writer: Writer, destination: tuple[str, dict[str, Any]], format: str
 ) -> None:
     url, storage = destination
-    committer = mc.ManifestCommitter.committer_name  # what protocol "auto" is, but on S3
+    committer = mc.ManifestCommitter.committer_name  # protocol "auto" is manifest on every store but S3
 
     def write(table: pa.Table, mode: str, options: Mapping[str, str] | None = None) -> SuccessData | None:
         data = writer.data(table)
