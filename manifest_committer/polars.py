@@ -7,13 +7,17 @@ task attempt in the calling process, into the attempt directory; only the job co
 the Spark writer's partition directories (``writing.partitioning``: Spark's escaping,
 ``__HIVE_DEFAULT_PARTITION__``) under names unique to the attempt. Two routes, one result:
 
-* own names (Parquet on local disk, under a protocol whose files may be renamed at commit): Polars names the
-  files itself (``key=value/<index>.parquet``), and the task commit's ``outputs`` map each to its Spark
-  directory and unique name (``writing.polars_naming``). A ``file_path_provider`` would cost a call into Python
-  per file, more than the rest of Polars' write. Only where the namings agree for certain: partition columns of
-  strings, integers, booleans or dates whose names Spark does not escape, Polars' escaping as this process found
-  it (``_own_names_agree``), and Polars reporting every file once (``sinked_paths_callback``); else, or if a
-  file cannot be mapped after all, what Polars wrote is deleted and the provider route writes the frame again.
+* own names (Parquet on a local tmpfs, under a protocol whose files may be renamed at commit): Polars names the
+  files itself (``key=value/<index>.parquet``), the task renames each to its unique name at the top of the
+  attempt directory and removes Polars' directories, and the task commit's ``outputs`` map each to its Spark
+  directory (``writing.polars_naming``). A ``file_path_provider`` costs a call into Python per file (35 to 55 µs,
+  1.45 times Polars' own write of 10,000 files by itself); this route costs a directory made and removed and a
+  file renamed per partition instead, less on tmpfs only (``writing.filesystems``: on ext4 as much or more, and
+  on ext4 mounted with ``discard`` 1.3 ms a removed directory). Only where the namings agree for certain:
+  partition columns of strings, integers, booleans or dates whose names Spark does not escape, Polars' escaping
+  as this process found it (``_own_names_agree``), and Polars reporting every file once
+  (``sinked_paths_callback``); else, or if a file cannot be mapped after all, what Polars wrote is deleted and
+  the provider route writes the frame again.
 * provider: the ``file_path_provider`` names every file from the partition keys Polars hands it, and records it
   for the task commit. On local disk Polars writes the files itself; on other stores the provider hands it a
   file of the task's fsspec filesystem.
@@ -32,6 +36,7 @@ from typing import Any
 
 from .success_data import SuccessData
 from .writing.dataset_output import is_local
+from .writing.filesystems import on_tmpfs
 from .writing.formats import CSV, PARQUET
 from .writing.job import TaskFiles, TaskTarget, TaskWrite, WriteJob, write_in_process
 from .writing.partitioning import partition_path
@@ -260,7 +265,7 @@ def _frame_writer(frame: Any, schema: Any, rows: int | None) -> TaskWrite:
         if rows is None and not local_parquet:
             collected = frame.collect()
             data, known = collected.lazy(), collected.height
-        if local_parquet and not target.in_place:
+        if local_parquet and not target.in_place and on_tmpfs(target.task.work_path):
             kinds = _value_kinds(schema, job.partition_by)
             if kinds is not None and _own_names_agree():
                 written = _write_with_own_names(data, target, kinds, known)

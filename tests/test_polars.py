@@ -35,12 +35,14 @@ FILE_NAME = re.compile(r"part-00000-polars-[0-9a-f-]{36}-a[0-9]+-c[0-9]{3}\.snap
 
 
 class Routes:
-    """Records the route each write of a test took; ``provider_only`` turns Polars' own names off."""
+    """Records the route each write of a test took. Local disk counts as a tmpfs (the tests' own temporary
+    directory may lie elsewhere); ``provider_only`` turns Polars' own names off."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.taken: list[str] = []
         self._monkeypatch = monkeypatch
         own, provider = mcp._write_with_own_names, mcp._write_through_provider
+        monkeypatch.setattr(mcp, "on_tmpfs", lambda path: True)
 
         def with_own_names(*args: Any) -> Any:
             self.taken.append(OWN_NAMES)
@@ -235,6 +237,16 @@ def test_own_names_leave_no_polars_name_behind(tmp_path: Path, routes: Routes, m
     assert summary is not None and len(summary.filenames) == 3
     assert not (tmp_path / "out" / "_temporary").exists()
     assert all(FILE_NAME.fullmatch(path.rpartition("/")[2]) for path in data_files(url))
+
+
+def test_local_disk_other_than_tmpfs_takes_the_provider(
+    tmp_path: Path, routes: Routes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Elsewhere a directory made and removed per partition costs more than Polars' call into the provider."""
+    monkeypatch.setattr(mcp, "on_tmpfs", lambda path: False)
+    mcp.write(FRAME, str(tmp_path / "out"), partition_by=["dt"])
+    assert routes.taken == [PROVIDER]
+    assert read_rows(str(tmp_path / "out"), ["dt", "x"]) == ROWS
 
 
 def test_the_probe_of_polars_names_finds_this_polars_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
