@@ -9,7 +9,7 @@ than 1,024 partitions per block). 20 rows per file (``--rows-per-file``).
 Own writers (unsafe: straight to the final paths): ``pyarrow.dataset.write_dataset(partitioning=["p"], flavor
 hive)`` fed the same record batch reader as the committer's task, Polars ``write_parquet(partition_by="p")``
 (and, on local disk, Polars' sink through a ``file_path_provider`` naming files as Polars does: the extension point
-the committer's task uses, without the committer),
+the committer's task uses where it cannot let Polars name the files, without the committer),
 Dask ``to_parquet(partition_on=["p"])`` (threads scheduler), Ray ``write_parquet(partition_cols=["p"])`` (2 CPUs).
 Through the committer: ``manifest_committer.<framework>.write(partition_by=["p"], protocol="manifest")``.
 
@@ -38,14 +38,17 @@ Under ``--latency`` the store counts as an object store for the files pyarrow's 
 streamed task, 1,024 where the task's rows are in memory: ``TaskTarget.dataset_open_files``).
 Run ``python benchmarks/bench_frameworks.py [--frameworks arrow,polars,dask,ray] [--latency 0.02] [--repeat 5]``;
 ``TMPDIR=$(bash benchmarks/ext4_in_ram.sh)`` in front measures a local ext4 without this machine's virtual disk.
-BENCHMARKS.md ("Other writer frameworks") has the results.
+The run ends with a table of the medians (framework, the version of its package that ran, own writer, own and
+committed wall times, ratio), as BENCHMARKS.md ("Other writer frameworks") keeps it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import itertools
 import os
+import platform
 import shutil
 import statistics
 import sys
@@ -54,6 +57,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -284,15 +288,60 @@ def measure_round(measured: dict[str, Callable[[str], Any]], root: str, number: 
     return {name: timed(measured[name], root, name) for name in names}
 
 
-def report_ratios(rounds: list[dict[str, float]]) -> None:
+FRAMEWORK_PACKAGES = {"arrow": "pyarrow", "polars": "polars", "dask": "dask", "ray": "ray"}
+"""The distribution whose version each framework's row of the results names."""
+
+
+def framework_version(framework: str) -> str:
+    """The installed version of ``framework``'s package (``FRAMEWORK_PACKAGES``)."""
+    return importlib.metadata.version(FRAMEWORK_PACKAGES[framework])
+
+
+@dataclass(frozen=True)
+class Result:
+    """One own writer of a framework against the committer's write, over the measured rounds."""
+
+    framework: str
+    version: str
+    own: str
+    own_seconds: list[float]
+    committer_seconds: list[float]
+
+    @property
+    def ratios(self) -> list[float]:
+        return [committed / own for own, committed in zip(self.own_seconds, self.committer_seconds, strict=True)]
+
+
+def results_of(framework: str, rounds: list[dict[str, float]]) -> list[Result]:
+    """Each own writer's ``Result`` against the committer, from the rounds' wall times."""
+    version = framework_version(framework)
+    return [
+        Result(framework, version, name, [times[name] for times in rounds], [times["committer"] for times in rounds])
+        for name in rounds[0]
+        if name != "committer"
+    ]
+
+
+def report_ratios(results: list[Result]) -> None:
     """Each round's ratio committer/own, and their median when there are several rounds."""
-    for name in rounds[0]:
-        if name == "committer":
-            continue
-        ratios = [times["committer"] / times[name] for times in rounds]
-        each = ", ".join(f"{ratio:.2f}" for ratio in ratios)
-        median = f"; median {statistics.median(ratios):.2f}" if len(ratios) > 1 else ""
-        print(f"  ratio committer/{name}: {each}{median}", flush=True)
+    for result in results:
+        each = ", ".join(f"{ratio:.2f}" for ratio in result.ratios)
+        median = f"; median {statistics.median(result.ratios):.2f}" if len(result.ratios) > 1 else ""
+        print(f"  ratio committer/{result.own}: {each}{median}", flush=True)
+
+
+def print_table(results: list[Result], latency: float) -> None:
+    """The results as BENCHMARKS.md's table: medians of the rounds, with the framework versions that ran."""
+    where = f"local disk, {latency * 1000:g} ms a call" if latency else "local disk"
+    print(
+        f"\n{where}; medians of {len(results[0].ratios) if results else 0} rounds; Python {platform.python_version()}"
+    )
+    print("| framework | version | own write | own, s | through the committer, s | ratio |")
+    print("|---|---|---|---|---|---|")
+    for result in results:
+        own, committed = statistics.median(result.own_seconds), statistics.median(result.committer_seconds)
+        ratio = statistics.median(result.ratios)
+        print(f"| {result.framework} | {result.version} | {result.own} | {own:.2f} | {committed:.2f} | {ratio:.2f} |")
 
 
 def main() -> None:
@@ -309,19 +358,25 @@ def main() -> None:
     if slow:
         install_latency(args.latency)  # before Ray starts: its workers install the same at start
     root = tempfile.mkdtemp(prefix="bench-frameworks-")
-    print(f"load average at start {os.getloadavg()[0]:.1f}; latency {args.latency} s", flush=True)
+    frameworks = args.frameworks.split(",")
+    versions = ", ".join(f"{FRAMEWORK_PACKAGES[name]} {framework_version(name)}" for name in frameworks)
+    print(f"load average at start {os.getloadavg()[0]:.1f}; latency {args.latency} s; {versions}", flush=True)
+    results: list[Result] = []
     try:
-        for framework in args.frameworks.split(","):
+        for framework in frameworks:
             tasks, partitions = SHAPES[framework]
             data = table(tasks, max(1, int(partitions * args.scale)), args.rows_per_file)
-            print(f"{framework}: {tasks} tasks, {data.num_rows} rows", flush=True)
+            print(f"{framework} {framework_version(framework)}: {tasks} tasks, {data.num_rows} rows", flush=True)
             small = table(tasks, max(1, partitions // 20))
             for name, write in writers(framework, small, tasks, slow, whole_table).items():
                 timed(write, root, f"warm-up {name}")  # a twentieth of the files: imports, caches, Ray's workers
             measured = writers(framework, data, tasks, slow, whole_table)
-            report_ratios([measure_round(measured, root, number) for number in range(args.repeat)])
+            rounds = [measure_round(measured, root, number) for number in range(args.repeat)]
+            results.extend(results_of(framework, rounds))
+            report_ratios(results_of(framework, rounds))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    print_table(results, args.latency)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,23 @@
 #!/usr/bin/env bash
-# Installs everything the tests need, then runs format check, lint, type check and the whole test suite.
+# Installs everything the tests need, then runs format check, lint, type check and the whole test suite; with no
+# arguments, then the writer tests on the oldest framework releases the extras admit (scripts/run-oldest-tests.sh).
+# Arguments go to pytest (and skip the oldest releases' run).
 . "$(dirname "$0")/_venv.sh" dev
+# The writers run on the newest releases of their frameworks that the extras admit, so that a new release that
+# breaks one fails here, not for a user: a .venv holding older ones (or missing one) gets them installed.
+# MANIFEST_COMMITTER_FRAMEWORKS=installed tests what is installed instead (no index to ask, say).
+if [ "${MANIFEST_COMMITTER_FRAMEWORKS:-newest}" != installed ]; then
+  newest="$(python scripts/frameworks.py newest)"
+  # shellcheck disable=SC2086  # one pin a word
+  if ! python scripts/frameworks.py check $newest; then
+    echo "== pip install $newest"
+    # shellcheck disable=SC2086
+    python -m pip install --quiet --disable-pip-version-check -e ".[dev]" $newest 2>&1 | grep -v '^WARNING: Location' || true
+    # shellcheck disable=SC2086
+    python scripts/frameworks.py check $newest
+  fi
+  echo "== frameworks: $newest"
+fi
 # The Azure tests drive Azurite, pinned in package.json (3.36+ needs Node >= 21); the GCS tests use the
 # fake-gcs-server binary of the dev extra. Both servers are started and stopped by tests/fixtures/emulators.py.
 if [ ! -x node_modules/.bin/azurite-blob ]; then
@@ -13,16 +30,9 @@ command -v chromium >/dev/null || { echo "== apt-get install chromium"; apt-get 
 command -v tmux >/dev/null || { echo "== apt-get install tmux"; apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 # The multi-host marker tests simulate hosts with network namespaces (`ip netns`, as root): iproute2.
 command -v ip >/dev/null || { echo "== apt-get install iproute2"; apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null; }
-# The tests create and delete hundreds of thousands of small files. On ext4 without a journal (this project's CI
-# machines) every file created within minutes of many deletions costs over a millisecond of kernel time (ext4
-# skips each recently deleted inode, `recently_deleted`), and the suite took 15 to 32 minutes. In memory it takes
-# about 12. Where /dev/shm is a tmpfs with room, the tests' temporary files go there, unless TMPDIR is set.
-if [ -z "${TMPDIR:-}" ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] \
-  && [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -gt $((4 * 1024 * 1024)) ]; then
-  export TMPDIR=/dev/shm/mc-tests  # short: Ray puts its sockets under it (107 bytes at most)
-  mkdir -p "$TMPDIR"
-fi
+. scripts/_tmpdir.sh
 echo "== ruff format --check"; ruff format --check .
 echo "== ruff check"; ruff check .
 echo "== mypy --strict"; mypy
 echo "== pytest"; python -m pytest "$@"
+if [ $# -eq 0 ]; then bash scripts/run-oldest-tests.sh; fi

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 REPO = Path(__file__).resolve().parent.parent
 STAGE_MODULES = sorted(str(path.relative_to(REPO / "stages")) for path in (REPO / "stages").rglob("*.py"))
@@ -103,6 +105,34 @@ def test_pandas_stays_below_3_wherever_it_is_required(artifacts: dict[str, Path]
     """PySpark 4.3 warns about pandas 3 at every session; every extra that pulls pandas in keeps it below 3."""
     pandas = {r for r in requirements(artifacts["wheel"]) if r.startswith("pandas")}
     assert pandas == {"pandas<3,>=2.2; extra == 'spark'", "pandas<3,>=2.2; extra == 'dev'"}
+
+
+WRITER_FRAMEWORKS = ("pyspark", "pyarrow", "polars", "dask", "ray")
+
+
+def test_every_writer_framework_declares_the_tested_range_alike_in_every_extra(artifacts: dict[str, Path]) -> None:
+    """Each framework a writer drives is bounded below (the oldest release ``scripts/run-oldest-tests.sh`` tests)
+    and above (the next major release, not yet known to work), the same in every extra, ``dev`` included (no pin
+    of its own there: the test command installs the newest release the range admits); ``scripts/frameworks.py
+    oldest`` pins exactly the lower bounds."""
+    ranges: dict[str, set[str]] = {}
+    for line in requirements(artifacts["wheel"]):
+        requirement = Requirement(line)
+        if requirement.name in WRITER_FRAMEWORKS:
+            ranges.setdefault(requirement.name, set()).add(str(requirement.specifier))
+    assert sorted(ranges) == sorted(WRITER_FRAMEWORKS)
+    lower: dict[str, str] = {}
+    for name, specifiers in ranges.items():
+        assert len(specifiers) == 1, f"{name}: {specifiers}"
+        clauses = {clause.operator: clause.version for clause in SpecifierSet(next(iter(specifiers)))}
+        assert sorted(clauses) == ["<", ">="], name
+        lower[name] = clauses[">="]
+    script = [sys.executable, "scripts/frameworks.py", "oldest"]
+    pins = [
+        Requirement(pin)
+        for pin in subprocess.run(script, cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    ]
+    assert {pin.name: str(pin.specifier) for pin in pins} == {name: f"=={version}" for name, version in lower.items()}
 
 
 def test_editable_wheel_carries_the_spark_discovery_module(tmp_path: Path) -> None:
