@@ -107,6 +107,9 @@ class StoreCapabilities:
     pending_uploads: bool = False
     """The store offers the ``upload`` protocol's calls (``store.s3.UploadStore``): uploads that stay invisible
     until completed, and completions that never replace an object (S3's conditional writes)."""
+    process_local: bool = False
+    """The store lives in the committer's process alone (``memory://``): another process that opens its URL
+    finds another, empty store, so a job commit's worker processes (``io.processes``) cannot serve it."""
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
