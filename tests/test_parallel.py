@@ -213,7 +213,12 @@ def test_call_slots_give_a_batch_what_is_free_and_block_when_none_is() -> None:
     assert other == [3]
     assert slots.take(5) == 1, "a batch takes what is free rather than wait for all it wants"
     taken: list[int] = []
-    waiter = threading.Thread(target=lambda: (taken.append(slots.take(2)), slots.give(2)))
+
+    def take_then_give() -> None:
+        taken.append(slots.take(2))
+        slots.give(taken[-1])
+
+    waiter = threading.Thread(target=take_then_give)
     waiter.start()
     waiter.join(0.2)
     assert waiter.is_alive() and not taken, "no slot free: the batch waits"
@@ -242,7 +247,11 @@ def test_a_call_made_inside_a_call_uses_the_slot_its_thread_holds() -> None:
         slots.give(1)
 
     assert _finishes(nested), "the inner call waited for the slot its own thread held"
-    assert _finishes(lambda: (slots.take(1), slots.give(1))), "the slot was given back once, not lost or doubled"
+
+    def once() -> None:
+        slots.give(slots.take(1))
+
+    assert _finishes(once), "the slot was given back once, not lost or doubled"
     assert slots.take(2) == 1, "the one slot is free again, and only one"
 
 

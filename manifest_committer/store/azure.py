@@ -633,7 +633,6 @@ class AzureBlobStore(FsspecStore):
             raise self._source_changed(source, dest) from error
 
 
-
 def open_azure_store(url: str, storage_options: dict[str, Any]) -> tuple[AzureBlobStore, str]:
     """The Azure store and the ``container/path`` of an ``abfs[s]://`` or ``az://`` URL, through adlfs."""
     try:
