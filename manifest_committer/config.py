@@ -136,6 +136,8 @@ def _suggestion(raw_key: str) -> str:
 # Hadoop key -> (CommitterConfig field, parser)
 _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     MANIFEST_PREFIX + "io.threads": ("io_threads", _parse_positive_int),
+    # Not Hadoop's: a JVM's threads use every core, Python's one process does not (docs/configuration.md).
+    MANIFEST_PREFIX + "io.processes": ("io_processes", _parse_positive_int),
     MANIFEST_PREFIX + "io.rate": ("io_rate_limit", _parse_non_negative_number),
     MANIFEST_PREFIX + "writer.queue.capacity": ("writer_queue_capacity", _parse_positive_int),
     MANIFEST_PREFIX + "manifest.save.attempts": ("manifest_save_attempts", _parse_positive_int),
@@ -208,6 +210,9 @@ class CommitterConfig:
     (``store.retry.max.time``). The cloud stores' clients do not retry on their own, so this bounds a call."""
     rename_batch_size: int = 128
     """Most files one unit of work renames; batching keeps per-file overhead in microseconds."""
+    io_processes: int = 1
+    """Processes that make a job commit's per-file store calls (``io.processes``): 1 makes them in the
+    committer's process; more start that many worker processes for them, where one process's CPU is the limit."""
     markers_type: MarkerType = MarkerType.BATCHED
     """``direct``: one marker object per data file; ``batched``: through the driver's marker server
     (``markers.type``)."""
@@ -228,6 +233,7 @@ class CommitterConfig:
     def __post_init__(self) -> None:
         for name in (
             "io_threads",
+            "io_processes",
             "writer_queue_capacity",
             "manifest_save_attempts",
             "store_retry_attempts",

@@ -14,7 +14,8 @@ Hierarchy::
     ├── OutputValidationError         a committed file is missing or differs from its manifest entry
     ├── SourceChangedError            a file changed while the committer was moving it (not retried)
     ├── UploadOutcomeUnknownError     a retried upload completion whose result the evidence cannot decide
-    └── UnsupportedStoreError         the store cannot give the guarantees the protocol needs
+    ├── UnsupportedStoreError         the store cannot give the guarantees the protocol needs
+    └── WorkerProcessError            a worker process of a job commit (io.processes) failed to start or died
 
 Errors of the filesystem itself (``FileNotFoundError``, ``PermissionError``, backend errors) pass through
 unchanged unless the committer can add which path or task they concern.
@@ -75,4 +76,12 @@ class UploadOutcomeUnknownError(CommitterError):
 
     Raised instead of guessing: treating another writer's object as ours would lose a file silently, and
     treating ours as a conflict would fail a job that committed.
+    """
+
+
+class WorkerProcessError(CommitterError):
+    """A worker process of a job commit (``io.processes``) could not start, or died with store calls in flight.
+
+    The commit stops as after a crash of its own process: what it moved is in its journal or in doubt, so running
+    ``commit_job`` again finishes it and ``abort_job`` undoes it.
     """

@@ -85,24 +85,41 @@ class CallSlots:
     at once (``StoreCapabilities.concurrent_calls``): ``io.threads`` keeps meaning the calls a store sees at once.
 
     A batch takes what is free, at least one slot, rather than waiting for all it wants: single calls would
-    otherwise overtake a large batch for ever.
+    otherwise overtake a large batch for ever. A call made inside another on the same thread (a gate call that
+    times a store call under a statistic of its own) goes out on the slots the outer one holds: waiting for a free
+    one would wait for itself, and with every slot held so, every thread would wait for ever.
     """
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
         self._free = self.limit
         self._changed = threading.Condition()
+        self._thread = threading.local()
+        """``held``: the slots this thread took for its outermost call; ``depth``: the calls it has open."""
 
     def take(self, wanted: int) -> int:
-        """Block until a slot is free; take up to ``wanted`` (at least one) and return how many."""
+        """Block until a slot is free; take up to ``wanted`` (at least one) and return how many. Inside a call of
+        this thread that holds slots, take none and return up to what it holds."""
+        thread = self._thread
+        held: int = getattr(thread, "held", 0)
+        if held:
+            thread.depth += 1
+            return min(max(1, wanted), held)
         with self._changed:
             while self._free == 0:
                 self._changed.wait()
             taken = min(max(1, wanted), self._free)
             self._free -= taken
-            return taken
+        thread.held, thread.depth = taken, 1
+        return taken
 
     def give(self, count: int) -> None:
+        """End a call that ``take`` began: the outermost call of a thread gives its slots back."""
+        thread = self._thread
+        thread.depth -= 1
+        if thread.depth:
+            return
+        count, thread.held = thread.held, 0
         with self._changed:
             self._free += count
             self._changed.notify(count)

@@ -41,6 +41,8 @@ COMMITTER_FILES_ALREADY_COMMITTED = "committer_files_already_committed"
 # Not in Hadoop: retries of transient store errors, and manifests copied for diagnostics.
 STORE_IO_RETRY = "store_io_retry"
 STORE_IO_RATE_LIMITED = "store_io_rate_limited"
+# Not in Hadoop: each worker process of a job commit (io.processes), from its start to its store opened.
+COMMITTER_WORKER_PROCESS_START = "committer_worker_process_start"
 
 # Store operations.
 OP_CREATE_DIRECTORIES = "op_create_directories"

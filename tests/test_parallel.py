@@ -206,13 +206,57 @@ def test_a_completion_costs_the_same_however_many_are_in_flight() -> None:
 
 def test_call_slots_give_a_batch_what_is_free_and_block_when_none_is() -> None:
     slots = CallSlots(4)
-    assert slots.take(3) == 3
+    other: list[int] = []
+    holder = threading.Thread(target=lambda: other.append(slots.take(3)))  # another thread's batch, still out
+    holder.start()
+    holder.join(5)
+    assert other == [3]
     assert slots.take(5) == 1, "a batch takes what is free rather than wait for all it wants"
     taken: list[int] = []
-    waiter = threading.Thread(target=lambda: taken.append(slots.take(2)))
+
+    def take_then_give() -> None:
+        taken.append(slots.take(2))
+        slots.give(taken[-1])
+
+    waiter = threading.Thread(target=take_then_give)
     waiter.start()
     waiter.join(0.2)
     assert waiter.is_alive() and not taken, "no slot free: the batch waits"
-    slots.give(3)
+    slots.give(1)
     waiter.join(5)
-    assert taken == [2]
+    assert taken == [1], "the one slot given back"
+
+
+def _finishes(work: Callable[[], object], seconds: float = 10.0) -> bool:
+    """Whether ``work`` returns within ``seconds`` in a thread of its own (a daemon: one that hangs is left)."""
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return not thread.is_alive()
+
+
+def test_a_call_made_inside_a_call_uses_the_slot_its_thread_holds() -> None:
+    """A gate call inside another (a statistic around a delete) would wait for a slot its own caller holds: with
+    every slot held so, by one thread or by all of them, nothing would ever move again."""
+    slots = CallSlots(1)
+
+    def nested() -> None:
+        assert slots.take(1) == 1
+        assert slots.take(3) == 1, "the inner call goes out on the slot the outer one holds"
+        slots.give(1)
+        slots.give(1)
+
+    assert _finishes(nested), "the inner call waited for the slot its own thread held"
+
+    def once() -> None:
+        slots.give(slots.take(1))
+
+    assert _finishes(once), "the slot was given back once, not lost or doubled"
+    assert slots.take(2) == 1, "the one slot is free again, and only one"
+
+
+def test_the_slots_of_one_thread_do_not_serve_another() -> None:
+    slots = CallSlots(1)
+    assert slots.take(1) == 1
+    assert not _finishes(lambda: slots.take(1), 0.2), "another thread still waits for the held slot"
+    slots.give(1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import pickle
 import posixpath
 import time
 from abc import ABC, abstractmethod
@@ -33,9 +34,11 @@ from ..manifest import TaskManifest
 from ..paths import JobPaths, check_id
 from ..retry import RetryPolicy
 from ..stages.base import Stage, StageContext
-from ..statistic_names import JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
-from ..store import StoreOperations, open_store
+from ..statistic_names import COMMITTER_WORKER_PROCESS_START, JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
+from ..store import StoreOperations, open_store, store_bindings
 from ..store.rate_limit import RateLimitedStore, TokenBucket
+from ..store.workers import WorkerDispatchStore, WorkerPool, WorkerSetup
+from ..store.workers.setup import effective_storage_options
 from ..success_data import SuccessData
 from .names import ProtocolName
 
@@ -134,6 +137,9 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
     """True where ``setup_job`` starts a marker server (batched write markers: transactional, upload) that lives in
     the committer's process until the job ends: an engine whose driver-side code runs in a short-lived worker
     (Spark's Python data source) must then use direct markers, or set the job up in a process that stays."""
+    job_commit_makes_batches: ClassVar[bool] = False
+    """True where the job commit makes its per-file store calls in batches (``rename_files``,
+    ``complete_uploads``): those are what ``io.processes`` worker processes make."""
     task_commit_publishes: ClassVar[bool] = False
     """True where ``commit_task`` makes the task's files visible in the destination (``v2``): an engine whose
     commit coordinator decides after the task ran (Spark's data source) must then run the task commit itself,
@@ -168,6 +174,7 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         store, dest_path = self._open_store(destination, self.storage_options)
         # A wrapper sees every store call of every stage: the way tests inject faults and latency.
         self._store = store_wrapper(store) if store_wrapper is not None else store
+        self._store_wrapper = store_wrapper
         self.paths = JobPaths(dest_path, job_id, job_attempt)
         self._job_stats = StatisticsStore()
         self._background = BackgroundWork()
@@ -349,7 +356,9 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         start = time.perf_counter()
         self._job_ending()
         call: _JobCall[CommitT_co] = self._run_job_call(
-            lambda context: self.commit_job_stage(context).apply(arguments), overwrite_report=True
+            lambda context: self.commit_job_stage(context).apply(arguments),
+            overwrite_report=True,
+            worker_processes=self.job_commit_makes_batches,
         )
         result = call.result
         if not result.already_committed:
@@ -426,10 +435,12 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         stats: StatisticsStore,
         pool: ThreadPoolExecutor | None = None,
         task_attempt_id: str | None = None,
+        workers: WorkerPool | None = None,
     ) -> StageContext:
+        store = self._store if workers is None else WorkerDispatchStore(self._store, workers)
         return StageContext(
             config=self.config,
-            store=self._limited_store(stats),
+            store=self._limited_store(stats, store),
             paths=self.paths,
             stats=stats,
             pool=pool,
@@ -449,7 +460,7 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         """A task call's context: statistics of its own, which reach the job only through what the task saves."""
         return self._context(StatisticsStore(), task_attempt_id=attempt_id)
 
-    def _limited_store(self, stats: StatisticsStore) -> StoreOperations:
+    def _limited_store(self, stats: StatisticsStore, store: StoreOperations | None = None) -> StoreOperations:
         """The store of one committer call: under ``io.rate``, every call first takes a token of the one bucket.
 
         All calls of this committer (every thread of a job commit, and any task call made through it) share
@@ -460,14 +471,15 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         into the job's statistics would be wrong: a task usually runs in another process, and where it does
         not, its waits would then be counted twice once its statistics are loaded.
         """
+        store = self._store if store is None else store
         bucket = self._rate_limit
         if bucket is None:
-            return self._store
+            return store
 
         def record(seconds: float) -> None:
             stats.add_duration(STORE_IO_RATE_LIMITED, round(seconds * 1000))
 
-        return RateLimitedStore(self._store, bucket, record)
+        return RateLimitedStore(store, bucket, record)
 
     @contextmanager
     def _job_pool(self) -> Iterator[ThreadPoolExecutor | None]:
@@ -478,13 +490,62 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         with ThreadPoolExecutor(self.config.io_threads, thread_name_prefix=f"manifest-committer-{self.job_id}") as pool:
             yield pool
 
-    def _run_job_call(self, run: Callable[[StageContext], R], *, overwrite_report: bool) -> _JobCall[R]:
+    @contextmanager
+    def _worker_processes(self) -> Iterator[WorkerPool | None]:
+        """The worker processes of a job commit (``io.processes`` > 1), started and stopped here; ``None`` where
+        the calls stay in this process (see ``_worker_setup``)."""
+        setup = self._worker_setup() if self.config.io_processes > 1 else None
+        if setup is None:
+            yield None
+            return
+
+        def record(seconds: float) -> None:
+            self._job_stats.add_duration(COMMITTER_WORKER_PROCESS_START, round(seconds * 1000))
+
+        workers = WorkerPool(setup, self.config.io_processes, self.job_id, record)
+        try:
+            yield workers
+        finally:
+            workers.close()
+
+    def _worker_setup(self) -> WorkerSetup | None:
+        """How a worker opens the destination's store, or ``None`` (logged) where no worker can: a store that
+        lives in this process alone (``memory://``), or options, a binding or a ``store_wrapper`` that do not
+        pickle (a credential object, a closure)."""
+        key = MANIFEST_PREFIX + "io.processes"
+        if self._store.capabilities.process_local:
+            log.warning("%s: the store exists in this process only; %s is ignored", self.destination_url, key)
+            return None
+        setup = WorkerSetup(
+            self.destination,
+            effective_storage_options(self.destination, self.storage_options),
+            store_bindings().binding_for(self.destination),
+            self._store_wrapper,
+            1 if self._store.capabilities.microsecond_calls else self.config.io_threads,
+        )
+        try:
+            pickle.dumps(setup)
+        except Exception as error:
+            log.warning(
+                "%s: %s is ignored: the store's options, binding or wrapper cannot travel to a worker process (%s)",
+                self.destination_url,
+                key,
+                error,
+            )
+            return None
+        return setup
+
+    def _run_job_call(
+        self, run: Callable[[StageContext], R], *, overwrite_report: bool, worker_processes: bool = False
+    ) -> _JobCall[R]:
         """Run a job call (commit or abort) in its pool and context; on failure save the failure report, re-raise.
 
         ``overwrite_report=False`` (abort) keeps a report already there: the failure that led to the abort.
+        ``worker_processes``: the call's batches of store calls may go to ``io.processes`` worker processes.
         """
-        with self._job_pool() as pool:
-            context = self._context(self._job_stats, pool)
+        workers_wanted = worker_processes and self.config.io_processes > 1
+        with self._job_pool() as pool, self._worker_processes() if workers_wanted else nullcontext() as workers:
+            context = self._context(self._job_stats, pool, workers=workers)
             try:
                 return _JobCall(run(context), context)
             except BaseException as error:

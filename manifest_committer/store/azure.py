@@ -43,6 +43,7 @@ from fsspec.asyn import sync
 
 from ..errors import ConfigError, SourceChangedError
 from ..urls import decode_path, encode_path, split_url
+from .azure_direct import DirectBlobRequests, service_error
 from .bindings import StoreBinding, cloud_filesystems, scheme_of
 from .operations import (
     AUTH_STATUS_CODES,
@@ -218,6 +219,7 @@ class _Copied:
     """The copy half of a rename is done: the source to delete, pinned to the version copied."""
 
     source_client: Any
+    """The source's ``BlobClient`` where the SDK copied it; ``None`` where the copy went direct."""
     etag: str
 
 
@@ -234,6 +236,9 @@ class AzureBlobStore(FsspecStore):
     def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None, *, destination: str | None = None) -> None:
         super().__init__(fs, scheme, data_fs)
         self.account = _account_of(fs)
+        service = getattr(fs, "service_client", None)
+        self._direct = DirectBlobRequests.of(service) if service is not None else None
+        """The pinned copy and delete of a rename as direct requests; ``None``: through the SDK."""
         self.account_host = f"{self.account}.dfs.core.windows.net" if self.account else None
         self.container: str | None = None
         if destination is not None:
@@ -456,14 +461,23 @@ class AzureBlobStore(FsspecStore):
 
     async def _rename(self, source: str, dest: str, hint: RenameHint | None) -> None:
         copied = await self._copy(source, dest, hint)
-        if copied is not None:
-            await self._delete_source(copied.source_client, copied.etag, source, dest)
+        if copied is None:
+            return
+        if copied.source_client is None and self._direct is not None:
+            await self._delete_source_directly(copied.etag, source, dest)
+        else:
+            client = copied.source_client or self._clients(source, dest)[0]
+            await self._delete_source(client, copied.etag, source, dest)
 
     async def _copy(self, source: str, dest: str, hint: RenameHint | None) -> _Copied | None:
         """The copy half of a rename: ``_Copied`` (the source to delete, and the version copied), or ``None`` when
         nothing is left to delete (an interrupted rename of this very copy, finished meanwhile)."""
         if hint is not None and hint.source_etag and hint.dest_clear:
-            copied = await self._copy_pinned(source, dest, _quoted(hint.source_etag))
+            pin = _quoted(hint.source_etag)
+            if self._direct is not None:
+                copied = await self._copy_pinned_directly(source, dest, pin)
+            else:
+                copied = await self._copy_pinned(source, dest, pin)
             if copied is not None:
                 return copied
             log.debug("Rename of %s: the hint did not hold; probing", source)
@@ -488,6 +502,40 @@ class AzureBlobStore(FsspecStore):
             return None
         await self._copy_finished(copy, dest_client, dest)
         return _Copied(source_client, etag)
+
+    async def _copy_pinned_directly(self, source: str, dest: str, etag: str) -> _Copied | None:
+        """``_copy_pinned`` as a direct request (``azure_direct``); a copy still pending is waited for, through the
+        SDK, before this returns, so that no source is deleted while its copy runs."""
+        direct = self._direct
+        assert direct is not None
+        source_container, source_blob = self._split(source)
+        dest_container, dest_blob = self._split(dest)
+        if not source_blob or not dest_blob:
+            raise IsADirectoryError(errno.EISDIR, "cannot rename a container", source if not source_blob else dest)
+        answer = await direct.copy(dest_container, dest_blob, direct.blob_url(source_container, source_blob), etag)
+        if answer.status in (404, 409, 412):
+            return None
+        if not 200 <= answer.status < 300:
+            raise service_error(answer, f"copy of {self.to_url(source)} to {self.to_url(dest)}")
+        status = answer.copy_status
+        if status == "pending":
+            status = await self._wait_for_copy(self._clients(source, dest)[1], dest)
+        if status != "success":
+            raise OSError(errno.EIO, f"server-side copy ended as {status!r}", dest)
+        return _Copied(None, etag)
+
+    async def _delete_source_directly(self, etag: str, source: str, dest: str) -> None:
+        """``_delete_source`` as a direct request (``azure_direct``)."""
+        direct = self._direct
+        assert direct is not None
+        container, blob = self._split(source)
+        answer = await direct.delete(container, blob, etag)
+        if answer.status == 404:
+            log.debug("Rename source %s was already deleted", source)
+        elif answer.status == 412:
+            raise self._source_changed(source, dest) from service_error(answer, f"delete of {self.to_url(source)}")
+        elif not 200 <= answer.status < 300:
+            raise service_error(answer, f"delete of {self.to_url(source)}")
 
     def _clients(self, source: str, dest: str) -> tuple[Any, Any]:
         service = self.fs.service_client

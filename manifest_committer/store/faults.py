@@ -67,8 +67,9 @@ class Fault:
 class FaultInjectingStore(WrappingStore):
     """Wraps another store; every call may sleep ``latency`` seconds and may fail as the faults say.
 
-    A batch of renames handed to a store with ``concurrent_calls`` is in flight at once, so it sleeps
-    ``latency`` once for all of its calls; each call of it is counted and may fail on its own.
+    A batch of renames or upload completions is in flight at once where the store takes batches
+    (``concurrent_calls``; under latency, also a store whose calls take microseconds, such as ``memory://``), so
+    it sleeps ``latency`` once for all of its calls; each call of it is counted and may fail on its own.
     """
 
     passes_batches = True
@@ -94,11 +95,17 @@ class FaultInjectingStore(WrappingStore):
 
     @latency.setter
     def latency(self, seconds: float) -> None:
-        # With injected latency the calls no longer take microseconds, whatever the inner store is: stages
-        # then keep the whole pool busy instead of two units per core.
+        # With injected latency the calls no longer take microseconds, whatever the inner store is: stages then
+        # keep the whole pool busy instead of two units per core. A store whose calls took microseconds makes a
+        # batch in turn as fast as at once, so under latency it takes batches: one latency a batch, as a remote
+        # store with an async client (``concurrent_calls``), not one a call.
         self._latency = seconds
         inner = self._capabilities_of(self.inner.capabilities)
-        self.capabilities = replace(inner, microsecond_calls=False) if seconds > 0 else inner
+        if seconds > 0:
+            inner = replace(
+                inner, microsecond_calls=False, concurrent_calls=inner.concurrent_calls or inner.microsecond_calls
+            )
+        self.capabilities = inner
 
     def add_fault(self, fault: Fault) -> None:
         with self._lock:

@@ -20,6 +20,7 @@ class MemoryStore(FsspecStore):
         microsecond_calls=True,
         rename_never_overwrites=True,
         rename_outcome_known=True,
+        process_local=True,
     )
 
     def __init__(self, fs: Any) -> None:

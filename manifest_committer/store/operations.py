@@ -119,6 +119,9 @@ class StoreCapabilities:
     symbolic_links: bool = False
     """Directories may be symbolic links (local disk): a path below the destination can lead out of it, so deletes
     of paths named by untrusted state go through ``delete_file_below``."""
+    process_local: bool = False
+    """The store lives in the committer's process alone (``memory://``): another process that opens its URL
+    finds another, empty store, so a job commit's worker processes (``io.processes``) cannot serve it."""
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(

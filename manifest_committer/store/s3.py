@@ -31,11 +31,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import quote
 
 from fsspec.asyn import sync
 
 from ..errors import UnsupportedStoreError, UploadOutcomeUnknownError
 from ..urls import decode_path, split_url
+from . import s3_direct
 from .bindings import StoreBinding, cloud_filesystems
 from .operations import AUTH_STATUS_CODES, FsspecStore, StoreCapabilities
 from .pending_upload import TOKEN_METADATA_KEY, PendingUpload
@@ -191,6 +193,8 @@ class S3Store(FsspecStore):
 
     def __init__(self, fs: Any, scheme: str = "s3", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)
+        self._routes: dict[str, s3_direct.Route | None] = {}
+        """Per bucket, where its completions go directly, or ``None`` where they keep the SDK path (``s3_direct``)."""
         self._accepted: dict[tuple[str, str], bool] = {}
         """``_accepts`` answers: the client's model does not change, and each completion asked twice (two
         lookups through botocore's service model, a visible share of a completion's CPU on the job's threads)."""
@@ -329,13 +333,24 @@ class S3Store(FsspecStore):
         """The conditional request of ``complete_upload`` for every upload at once on the client's event loop: one
         hand-over to the loop for the batch instead of one a file. An outcome per upload, in order: the new
         object's ETag, or the error the request raised, for ``complete_upload`` of that upload to settle (a 412:
-        whose object is at the key; ``NoSuchUpload``: completed already, or aborted; anything else as it is)."""
+        whose object is at the key; ``NoSuchUpload``: completed already, or aborted; anything else as it is).
+
+        A multipart completion goes out as ``s3_direct`` builds it where the bucket has a route: learned from the
+        first completion of the bucket, which goes through the SDK before the others of its batch."""
         requests = [self._publish_request(pending) for pending in uploads]
 
         async def all_at_once() -> list[Any]:
-            return await asyncio.gather(
-                *(self.fs._call_s3(method, **arguments) for method, arguments in requests), return_exceptions=True
+            results: list[Any] = [None] * len(uploads)
+            for index, pending in enumerate(uploads):  # the first completion of a bucket shows its route
+                if pending.upload_id is not None and pending.bucket not in self._routes:
+                    results[index] = await self._observed(pending, requests[index])
+            pending_indexes = [index for index in range(len(uploads)) if results[index] is None]
+            answers = await asyncio.gather(
+                *(self._send(uploads[index], requests[index]) for index in pending_indexes), return_exceptions=True
             )
+            for index, answer in zip(pending_indexes, answers, strict=True):
+                results[index] = answer
+            return results
 
         outcomes: list[str | Exception] = []
         for result in sync(self.fs.loop, all_at_once):
@@ -346,6 +361,63 @@ class S3Store(FsspecStore):
             else:
                 outcomes.append(str(result.get("ETag", "")).strip('"'))
         return outcomes
+
+    async def _send(self, pending: PendingUpload, request: tuple[str, dict[str, Any]]) -> Any:
+        """The completion of ``pending``: direct where its bucket has a route, else through the SDK. Returns what
+        the SDK returns (a dict with the ``ETag``); raises what s3fs raises."""
+        route = self._routes.get(pending.bucket)
+        if route is None or pending.upload_id is None:
+            method, arguments = request
+            return await self.fs._call_s3(method, **arguments)
+        client = await self.fs.get_s3(pending.bucket)
+        credentials = await client._request_signer._credentials.get_frozen_credentials()
+        prepared = s3_direct.signed_request(
+            route, credentials, pending, self._accepts("CompleteMultipartUpload", "MpuObjectSize")
+        )
+        response = await client._endpoint.http_session.send(prepared)
+        body = await response.content
+        answer = s3_direct.parse_answer(response.status_code, body)
+        if isinstance(answer, str):
+            return {"ETag": answer}
+        raise s3_direct.client_error(answer, response.status_code)
+
+    async def _observed(self, pending: PendingUpload, request: tuple[str, dict[str, Any]]) -> Any:
+        """The SDK's completion of ``pending``, watched: its request gives the bucket's route (``s3_direct``), or
+        ``None`` where it cannot be sent directly. Returns the SDK's answer, or its error (not raised)."""
+        client = await self.fs.get_s3(pending.bucket)
+        upload_id = pending.upload_id
+        seen: list[tuple[str, dict[str, str]]] = []
+
+        def watch(request: Any, **_: Any) -> None:
+            if f"uploadId={quote(str(upload_id), safe='~')}" in request.url:
+                headers = {
+                    name: value.decode() if isinstance(value, bytes) else str(value)
+                    for name, value in request.headers.items()
+                }
+                seen.append((request.url, headers))
+
+        event = "before-send.s3.CompleteMultipartUpload"
+        client.meta.events.register(event, watch)
+        method, arguments = request
+        try:
+            result: Any = await self.fs._call_s3(method, **arguments)
+        except Exception as error:
+            result = error
+        finally:
+            client.meta.events.unregister(event, watch)
+        route = s3_direct.route_of(*seen[-1], pending.key) if seen and self._direct_possible(client) else None
+        self._routes[pending.bucket] = route
+        log.debug("S3 completions in bucket %s go %s", pending.bucket, "direct" if route else "through the SDK")
+        return result
+
+    @staticmethod
+    def _direct_possible(client: Any) -> bool:
+        """The client has what a direct request needs: its credentials and its HTTP session."""
+        signer = getattr(client, "_request_signer", None)
+        endpoint = getattr(client, "_endpoint", None)
+        return getattr(signer, "_credentials", None) is not None and callable(
+            getattr(getattr(endpoint, "http_session", None), "send", None)
+        )
 
     def _publish(self, pending: PendingUpload) -> dict[str, Any]:
         """The one conditional request of ``complete_upload``."""

@@ -107,6 +107,8 @@ class _ProgressReport:
             self.callback = None
 
 
+CONCURRENT_UNIT_SPREAD = 64
+"""Where a unit's renames go out together, units are cut as if for at most this many threads."""
 MICROSECOND_UNIT_FACTOR = 8
 """Where store calls take microseconds, units may be this many times ``rename_batch_size``."""
 
@@ -124,13 +126,17 @@ def unit_size(
 
     Where one thread puts a unit's renames in flight together (``concurrent_calls``), ``io.threads`` bounds the
     calls, not the units: one unit per thread's worth of files keeps every slot busy with a quarter of the
-    records.
+    records, counting at most ``CONCURRENT_UNIT_SPREAD`` threads, so that hundreds of calls in flight make full
+    units (two records and two latencies each) rather than hundreds of small ones, each holding a thread.
     """
     if microsecond_calls:
         workers = min(config.io_threads, 2 * (os.cpu_count() or 1))
         per_worker = file_count // (workers * 4) + 1
         return max(1, min(config.rename_batch_size * MICROSECOND_UNIT_FACTOR, per_worker))
-    per_thread = file_count // (config.io_threads * (1 if concurrent_calls else 4)) + 1
+    if concurrent_calls:
+        per_thread = file_count // min(config.io_threads, CONCURRENT_UNIT_SPREAD) + 1
+    else:
+        per_thread = file_count // (config.io_threads * 4) + 1
     return max(1, min(config.rename_batch_size, per_thread))
 
 

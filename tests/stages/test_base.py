@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import ast
 import logging
+import threading
 from pathlib import Path
 
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.config import CommitterConfig
+from manifest_committer.config import CommitterConfig, MarkerType
 from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.stages.save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
 from manifest_committer.statistic_names import OP_GET_FILE_STATUS, STORE_IO_RETRY
 from manifest_committer.store import Fault, FaultInjectingStore
+from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import (
     FAST_CONFIG,
     commit_task,
@@ -104,3 +106,29 @@ def test_the_upload_store_is_decided_once_per_store_and_again_when_the_store_cha
     assert len(probes) <= 5, "isinstance ran once, not on every call"
     with pytest.raises(mc.UnsupportedStoreError, match="S3 only"):
         SetupTaskStage(make_context(destination)).put_if_absent(f"{destination}/x", b"")
+
+
+def test_a_gate_call_inside_another_never_waits_for_its_own_slot(tmp_path: Path) -> None:
+    """With ``call_slots`` (a store that takes batches) and one slot, a gate call made inside another (the
+    transactional abort times each delete of a destination file under a statistic of its own) used to wait for
+    the slot its caller held, for ever."""
+    committer = mc.create_committer(
+        str(tmp_path),
+        "job-nested",
+        "transactional",
+        config=CommitterConfig(
+            io_threads=1, markers_type=MarkerType.DIRECT, save_retry_interval=0, store_retry_interval=0
+        ),
+        store_wrapper=InFlightTogether,
+    )
+    committer.setup_job()
+    task = committer.setup_task("task_0", "attempt_0_0")
+    with task.fs.open(task.work_path + "/a.csv", "wb") as stream:
+        stream.write(b"a")
+    committer.commit_task(task)
+    aborted = threading.Thread(target=committer.abort_job, daemon=True)
+    aborted.start()
+    aborted.join(60)
+    assert not aborted.is_alive(), "the abort hung on a call nested in another"
+    assert [path.name for path in tmp_path.iterdir() if not path.name.startswith("_")] == []
+    committer.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from manifest_committer.statistic_names import (
     TASK_STAGE_SAVE_TASK_MANIFEST,
 )
 from manifest_committer.store import Fault, FaultInjectingStore, open_store
+from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.committing import FAST, FaultCapture, output, run_task, success_file, tree
 
@@ -399,3 +401,32 @@ def test_a_batch_to_a_store_with_concurrent_calls_sleeps_once_and_fails_per_call
     assert inner.info(f"{root}/b") is not None, "a fault before the call: not moved"
     assert inner.info(f"{root}/c.moved") is not None, "a fault after the call: moved, then failed"
     assert inner.info(f"{root}/d.moved") is not None
+
+
+def test_under_latency_a_store_of_microsecond_calls_takes_batches_and_others_do_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose calls take microseconds (memory, local disk) makes a batch in turn as fast as at once: under
+    injected latency it is a store that takes batches, one latency a batch. A store whose calls take time and
+    that cannot put them in flight together sleeps once a call."""
+    sleeps: list[float] = []
+    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
+    inner, root = open_store(str(tmp_path))
+    for name in "abcdef":
+        inner.write_bytes(f"{root}/{name}", name.encode())
+    pairs = [(f"{root}/{name}", f"{root}/{name}.moved") for name in "abcdef"]
+
+    fast = FaultInjectingStore(inner, latency=0.02)
+    assert fast.capabilities.concurrent_calls and not fast.capabilities.microsecond_calls
+    assert fast.rename_files(pairs[:3]) == [None, None, None]
+    assert sleeps == [0.02], "one latency for the batch"
+    fast.latency = 0
+    assert not fast.capabilities.concurrent_calls and fast.capabilities.microsecond_calls, "as the store is"
+
+    sleeps.clear()
+    slow = FaultInjectingStore(WrappingStore(inner), latency=0.02)  # a wrapper's calls are no longer microseconds
+    slow.inner.capabilities = dataclasses.replace(inner.capabilities, microsecond_calls=False)
+    slow.latency = 0.02
+    assert not slow.capabilities.concurrent_calls
+    assert slow.rename_files(pairs[3:]) == [None, None, None]
+    assert sleeps == [0.02] * 3, "one latency a call"

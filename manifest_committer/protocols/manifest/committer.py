@@ -39,6 +39,7 @@ class ManifestCommitter(CommitterBase[CommitJobResult, AbortJobResult]):
     abort_task_stage = AbortTaskStage
     commit_job_stage = CommitJobStage
     abort_job_stage = AbortJobStage
+    job_commit_makes_batches = True
 
     def task_work_path(self, attempt_id: str) -> str:
         return self.paths.task_attempt_dir(attempt_id)

@@ -47,6 +47,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
     abort_task_stage = UploadAbortTaskStage
     commit_job_stage = UploadCommitJobStage
     abort_job_stage = UploadAbortJobStage
+    job_commit_makes_batches = True
 
     def _init_protocol(self) -> None:
         super()._init_protocol()

@@ -1,0 +1,126 @@
+"""Kill tests of a job commit whose renames worker processes make (``io.processes``): a worker SIGKILLed in the
+middle of a batch, and the committer's own process SIGKILLed while its workers hold batches. The job commit
+fails cleanly (a ``WorkerProcessError`` naming the worker and its signal), no worker goes on renaming after its
+committer died, and a fresh committer's rerun finishes the job exactly, or its abort (twice) undoes it exactly.
+
+The scenario is the kill harness's (``tests/fixtures/killing.py``): user files, an earlier job's ``_SUCCESS``, six
+committed tasks; a picklable store wrapper (``tests/fixtures/worker_stores.py``) acts in the workers only.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+import manifest_committer as mc
+from manifest_committer.errors import WorkerProcessError
+from tests.fixtures.killing import (
+    JOB,
+    Listing,
+    Report,
+    Scenario,
+    check_success,
+    forkserver,
+    job_files,
+    killed_listing,
+    listing,
+)
+from tests.fixtures.worker_stores import HoldingStore, KillingStore
+
+WORKERS = mc.CommitterConfig(io_threads=4, io_processes=2, save_retry_interval=0, store_retry_interval=0)
+WAIT = 60.0
+
+
+def _moved(scenario: Scenario) -> int:
+    return sum(1 for path in job_files() if (scenario.dest / path).exists())
+
+
+def _follow_up(scenario: Scenario, before: Listing, follow_up: str, killed: Listing) -> None:
+    report = Report(scenario, f"{follow_up} after the kill", killed_listing(killed))
+    if follow_up == "rerun":
+        with scenario.committer() as fresh:
+            report.attempt("commit_job", fresh.commit_job)
+        after = listing(scenario.dest)
+        after.pop("_SUCCESS", None)  # the job's, checked on its own
+        report.compare(scenario.expected_after_commit(before), after, "the rerun's destination")
+        check_success(report, scenario)
+        report.no_job_state()
+        report.no_spill_files()
+    else:
+        with scenario.committer() as fresh:
+            report.abort_twice(fresh.abort_job, before, "the abort's destination")
+    report.check()
+
+
+@pytest.mark.parametrize("follow_up", ["rerun", "abort"])
+@pytest.mark.parametrize("nth", [1, 3])
+def test_a_worker_killed_in_a_batch_fails_the_commit_and_a_fresh_committer_finishes_or_undoes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nth: int, follow_up: str
+) -> None:
+    scenario = Scenario(tmp_path)
+    before = scenario.prepare()
+    monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
+    dying = functools.partial(KillingStore, nth=nth, committer_pid=os.getpid())
+    with (
+        scenario.committer(config=WORKERS, store_wrapper=dying) as committer,
+        pytest.raises(
+            WorkerProcessError, match=rf"worker process \d+ of the job commit of job {JOB} was killed by SIGKILL"
+        ),
+    ):
+        committer.commit_job()
+    moved = _moved(scenario)
+    assert moved < len(job_files()), "the commit stopped before every file moved"
+    if nth > 1:
+        assert moved >= nth - 1, "the dead worker had moved the renames before its kill"
+    _follow_up(scenario, before, follow_up, listing(scenario.dest))
+
+
+def _commit_in_child(dest: str, spill: str, signals: str) -> None:
+    tempfile.tempdir = spill
+    holding = functools.partial(HoldingStore, signals=signals, committer_pid=os.getpid())
+    committer = mc.create_committer(dest, JOB, "manifest", config=WORKERS, store_wrapper=holding)
+    committer.commit_job()
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+@pytest.mark.parametrize("follow_up", ["rerun", "abort"])
+def test_workers_of_a_killed_committer_stop_and_a_fresh_committer_finishes_or_undoes_the_job(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, follow_up: str
+) -> None:
+    scenario = Scenario(tmp_path)
+    before = scenario.prepare()
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    child = forkserver().Process(
+        target=_commit_in_child, args=(str(scenario.dest), str(scenario.spill), str(signals)), daemon=True
+    )
+    child.start()  # before the temp directory changes: the forkserver's socket lives there
+    monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
+    deadline = time.monotonic() + WAIT
+    while not list(signals.glob("held-*")):
+        assert time.monotonic() < deadline and child.exitcode is None, "no worker took a batch"
+        time.sleep(0.01)
+    workers = [int(path.name.removeprefix("held-")) for path in signals.glob("held-*")]
+    assert child.pid is not None
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(WAIT)
+    while not all(_gone(pid) for pid in workers):
+        assert time.monotonic() < deadline, "a worker outlived its committer"
+        time.sleep(0.01)
+    (signals / "release").write_text("")  # a worker still alive would now make its batch
+    killed = listing(scenario.dest)
+    assert _moved(scenario) == 0, "the held batches were never made"
+    _follow_up(scenario, before, follow_up, killed)
