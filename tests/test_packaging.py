@@ -56,7 +56,7 @@ def test_the_source_tree_has_the_layout_under_test() -> None:
     assert (REPO / "manifest_committer" / "stages").is_symlink()
     assert (REPO / "manifest_committer" / "schemas").is_symlink()
     assert {"base.py", "manifest/commit_job.py", "upload/commit_job.py"} <= set(STAGE_MODULES)
-    assert SCHEMA_FILES == sorted(kind.schema_file for kind in DocumentKind), "one schema per document kind"
+    assert sorted(kind.schema_file for kind in DocumentKind) == SCHEMA_FILES, "one schema per document kind"
 
 
 def test_wheel_holds_stages_and_schemas_inside_the_package(artifacts: dict[str, Path]) -> None:
