@@ -11,9 +11,9 @@ parsed document against its schema (``schema_errors``, ``check_document``)::
     document_kind_of("s3://b/out/_temporary/job-1/00/commit-started")  # DocumentKind.COMMIT_STARTED
     check_document(DocumentKind.SUCCESS_DATA, document, "s3://b/out/_SUCCESS")   # ManifestError if invalid
 
-Validation needs the ``jsonschema`` package (``pip install 'manifest-committer[schemas]'``); loading schemas
-does not. The library's own readers do not validate with these schemas: their hand-written decoders accept
-what the schemas accept (``tests/test_schemas.py`` checks that), at a fraction of a generic validator's cost.
+Validation needs the ``jsonschema`` package (the ``schemas`` extra); loading schemas does not. The library's own
+readers do not validate with these schemas: their hand-written decoders accept what the schemas accept
+(``tests/test_schemas.py`` checks that), at a fraction of a generic validator's cost.
 """
 
 from __future__ import annotations
@@ -252,7 +252,8 @@ def _field_path(path: Any) -> str:
 
 def _missing(error: ImportError) -> CommitterError:
     return CommitterError(
-        f"validating documents needs the jsonschema package ({error}): pip install 'manifest-committer[schemas]'"
+        f"validating documents needs the jsonschema package, the 'schemas' extra ({error}): "
+        "pip install jsonschema, or pip install '.[schemas]' in a clone"
     )
 
 
