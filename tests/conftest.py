@@ -1,6 +1,7 @@
 """Fixtures live in tests/fixtures/; this file only registers them."""
 
 pytest_plugins = [
+    "tests.fixtures.documents",
     "tests.fixtures.emulators",
     "tests.fixtures.faulty_filesystem",
     "tests.fixtures.frameworks",

@@ -18,6 +18,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
+from manifest_committer.documents import DocumentKind
+
 REPO = Path(__file__).resolve().parent.parent
 STAGE_MODULES = sorted(str(path.relative_to(REPO / "stages")) for path in (REPO / "stages").rglob("*.py"))
 SCHEMA_FILES = sorted(path.name for path in (REPO / "schemas").glob("*.json"))
@@ -56,20 +58,7 @@ def test_the_source_tree_has_the_layout_under_test() -> None:
     assert (REPO / "manifest_committer" / "stages").is_symlink()
     assert (REPO / "manifest_committer" / "schemas").is_symlink()
     assert {"base.py", "manifest/commit_job.py", "upload/commit_job.py"} <= set(STAGE_MODULES)
-    assert SCHEMA_FILES == [
-        "committed-record.schema.json",
-        "heartbeat.schema.json",
-        "marker-create-answer.schema.json",
-        "marker-create-request.schema.json",
-        "marker-error-answer.schema.json",
-        "marker-list-answer.schema.json",
-        "marker-ping-answer.schema.json",
-        "marker-server-state.schema.json",
-        "status.schema.json",
-        "success-data.schema.json",
-        "task-manifest.schema.json",
-        "upload-started.schema.json",
-    ]
+    assert sorted(kind.schema_file for kind in DocumentKind) == SCHEMA_FILES, "one schema per document kind"
 
 
 def test_wheel_holds_stages_and_schemas_inside_the_package(artifacts: dict[str, Path]) -> None:
@@ -217,9 +206,12 @@ def test_installed_wheel_imports_stages_and_finds_schemas(artifacts: dict[str, P
         "import manifest_committer.stages.manifest.commit_job as cj\n"
         f"assert manifest_committer.__file__.startswith({str(site)!r}), manifest_committer.__file__\n"
         f"assert cj.__file__.startswith({str(site)!r}), cj.__file__\n"
-        "for name in ('task-manifest.schema.json', 'success-data.schema.json', 'status.schema.json'):\n"
+        f"for name in {SCHEMA_FILES!r}:\n"
         "    schema = json.loads((r.files('manifest_committer') / 'schemas' / name).read_text())\n"
         "    assert schema['$schema'].endswith('2020-12/schema')\n"
+        "from manifest_committer.documents import DocumentKind, schema_errors\n"
+        "errors = schema_errors(DocumentKind.PENDING_UPLOAD_RECORD, {'upload': {'bucket': 1}})\n"
+        "assert any(e.startswith('upload.bucket') for e in errors), errors  # a $ref to another shipped schema\n"
         "try:\n"
         "    import stages\n"
         "except ImportError:\n"

@@ -7,16 +7,39 @@ import copy
 import functools
 import json
 import random
+import re
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import orjson
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.admission import destination_relative_problem, relative_problem
+from manifest_committer.documents import DocumentKind, document_kind_of, schema_errors, schema_registry
+from manifest_committer.entry_file import EntryFile, FileToCommit
+from manifest_committer.errors import MarkerError
 from manifest_committer.manifest import MANIFEST_TYPE
+from manifest_committer.markers.client import request_json
+from manifest_committer.markers.heartbeat import Heartbeat
+from manifest_committer.markers.layout import Marker, MarkerPaths, parse_marker
+from manifest_committer.markers.server import ALL_PATH, CREATE_PATH, PING_PATH, MarkerServer, ServerState
+from manifest_committer.paths import JobPaths, is_valid_id
+from manifest_committer.protocols.transactional.records import TransactionRecord
+from manifest_committer.protocols.upload.records import PendingRecord
+from manifest_committer.retry import RetryPolicy
+from manifest_committer.stages.file_output.journal import FileOutputCommitRecord, PlannedFile
+from manifest_committer.stages.journal import CommitRecord
+from manifest_committer.store import StoreOperations
+from manifest_committer.store.factory import open_destination_store
+from manifest_committer.store.pending_upload import PendingUpload
+from manifest_committer.store.wrapping import WrappingStore
 from manifest_committer.success_data import SUCCESS_NAME
+from tests.fixtures.committing import run_task
+from tests.fixtures.emulators import Emulator, fresh_root
 from tests.fixtures.stage_context import FAST_CONFIG, load_data, load_schema
 
 MANIFEST_SCHEMA = "task-manifest.schema.json"
@@ -34,11 +57,31 @@ def errors_of(name: str, document: Any) -> list[str]:
     return [error.message for error in validator(name).iter_errors(document)]
 
 
-@pytest.mark.parametrize("name", [MANIFEST_SCHEMA, SUCCESS_SCHEMA])
-def test_schemas_ship_as_package_data_and_are_valid_draft_2020_12(name: str) -> None:
-    schema = load_schema(name)
+def undescribed(node: Any, where: str = "") -> list[str]:
+    """Properties without a description, anywhere in a schema (``if``/``then``/``else`` only narrow others)."""
+    missing: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                missing += [f"{where}/properties/{name}" for name, child in value.items() if "description" not in child]
+            if key not in ("if", "then", "else"):
+                missing += undescribed(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            missing += undescribed(value, f"{where}/{index}")
+    return missing
+
+
+@pytest.mark.parametrize("kind", list(DocumentKind), ids=[kind.value for kind in DocumentKind])
+def test_schemas_ship_as_package_data_and_are_valid_draft_2020_12(kind: DocumentKind) -> None:
+    """Each schema is valid, names itself, and says what the document and each of its fields is."""
+    schema = load_schema(kind.schema_file)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$id"] == "https://manifest-committer.invalid/schemas/" + kind.schema_file
+    assert schema["title"]
+    assert len(schema["description"]) > 100
+    assert undescribed(schema) == []
 
 
 def test_schema_constants_are_the_library_constants() -> None:
@@ -159,7 +202,7 @@ def test_unknown_fields_are_allowed() -> None:
     assert errors_of(SUCCESS_SCHEMA, success) == []
 
 
-Mutation = Callable[[Document], object]
+Mutation = Callable[[Any], object]
 
 BROKEN_MANIFESTS: dict[str, Mutation] = {
     "missing jobId": lambda d: d.pop("jobId"),
@@ -351,3 +394,723 @@ def test_broken_success_files_are_refused_by_the_decoder(mutation: Mutation) -> 
     mutation(broken)
     with pytest.raises(mc.ManifestError, match=r"origin\.json"):
         decode_success(broken)
+
+
+# --- the library's own documents, from real jobs of every protocol ----------------------------------------------
+
+
+class RecordingStore(WrappingStore):
+    """Keeps every ``write_bytes`` and ``put_if_absent`` the library makes: (store path, bytes)."""
+
+    def __init__(self, inner: StoreOperations, written: list[tuple[str, bytes]]) -> None:
+        super().__init__(inner)
+        self.written = written
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.written.append((path, bytes(data)))
+        super().write_bytes(path, data)
+
+    def put_if_absent(self, path: str, data: bytes, metadata: dict[str, str] | None = None) -> str:
+        self.written.append((path, bytes(data)))
+        return super().put_if_absent(path, data, metadata)
+
+
+Written = list[tuple[str, bytes]]
+
+
+def task_files(job: int) -> dict[str, bytes]:
+    """Files of a task of job ``job``: in partitions, at the top, and an empty one (no upload: a put at commit)."""
+    return {
+        f"year=2024/month=01/part-{job}.csv": b"a,b\n",
+        f"year=2024/part-{job}.csv": b"c,d\n",
+        f"empty-{job}.csv": b"",
+    }
+
+
+def run_protocol(destination: str, protocol: str, written: Written, **settings: Any) -> None:
+    """Two jobs under ``protocol``: one of two tasks (one with a failed first attempt) committed, then one
+    aborted; ``written`` receives every write of the library."""
+    config = mc.CommitterConfig(save_retry_interval=0, store_retry_interval=0, **settings)
+
+    def recording(store: StoreOperations) -> StoreOperations:
+        return RecordingStore(store, written)
+
+    for job, commit in ((1, True), (2, False)):
+        committer = mc.create_committer(
+            destination, f"job-schemas-{job}", protocol, config=config, store_wrapper=recording
+        )
+        committer.setup_job()
+        run_task(committer, "task_00000", "attempt_00000_0", task_files(job))
+        run_task(committer, "task_00001", "attempt_00001_0", {f"x-{job}.csv": b"1"}, commit=False)
+        run_task(committer, "task_00001", "attempt_00001_1", {f"x-{job}.csv": b"2"})
+        if commit:
+            committer.commit_job()
+        else:
+            committer.abort_job()
+
+
+def by_kind(written: Written) -> dict[DocumentKind | None, Written]:
+    found: dict[DocumentKind | None, Written] = {}
+    for path, data in written:
+        found.setdefault(document_kind_of(path), []).append((path, data))
+    return found
+
+
+@pytest.fixture(scope="module")
+def local_documents(tmp_path_factory: pytest.TempPathFactory) -> dict[DocumentKind | None, Written]:
+    """What the library writes in jobs of the rename protocols and of the transactional protocol (both marker
+    types) on local disk, with summary reports, plus a task attempt's own heartbeat; by kind (``None``: writes
+    that are not documents)."""
+    root = tmp_path_factory.mktemp("documents")
+    reports = root / "reports"
+    written: Written = []
+    for protocol in ("manifest", "v1", "v2"):
+        run_protocol(str(root / protocol), protocol, written, summary_report_directory=str(reports))
+    for markers in ("batched", "direct"):
+        run_protocol(str(root / f"transactional-{markers}"), "transactional", written, markers_type=markers)
+    written += [(str(path), path.read_bytes()) for path in sorted(reports.iterdir())]
+    store, dest = open_destination_store(str(root / "beats"))
+    paths = MarkerPaths(JobPaths(dest, "job-schemas-3"))
+    retry = RetryPolicy(attempts=1, initial_wait=0, is_retryable=lambda error: False)
+    Heartbeat(RecordingStore(store, written), paths, retry, path=paths.task_heartbeat("attempt_00000_0")).beat()
+    return by_kind(written)
+
+
+@pytest.fixture(scope="module")
+def upload_documents(moto_s3: Emulator) -> dict[DocumentKind | None, Written]:
+    """What the library writes in jobs of the upload protocol on moto, both marker types; by kind."""
+    written: Written = []
+    with fresh_root(moto_s3) as bucket:
+        for markers in ("batched", "direct"):
+            run_protocol(f"s3://{bucket}/upload-{markers}", "upload", written, markers_type=markers)
+    return by_kind(written)
+
+
+def spill_chunks(rows: list[FileToCommit]) -> list[bytes]:
+    """The chunks of a spill file that ``EntryFile`` wrote, as they lie in the file."""
+    entries = EntryFile(None, "job-schemas")
+    try:
+        entries.append("attempt_00000_0", rows)
+        entries.append("attempt_00001_0", [])
+        list(entries.chunks())  # flushed
+        raw = Path(entries.path).read_bytes()
+    finally:
+        entries.close()
+    chunks = []
+    while raw:
+        length = int.from_bytes(raw[:4], "little")
+        chunks.append(raw[4 : 4 + length])
+        raw = raw[4 + length :]
+    return chunks
+
+
+SPILL_ROWS = [
+    FileToCommit("/tmp/d/_temporary/j/00/tasks/a/x.csv", "/tmp/d/x.csv", 3, "etag-1", "file:///tmp/d/x.csv"),
+    FileToCommit("/tmp/d/_temporary/j/00/tasks/a/y 1.csv", "/tmp/d/y 1.csv", 0, None, "file:///tmp/d/y%201.csv"),
+]
+IN_JOBS_ON_LOCAL_DISK = [
+    DocumentKind.TASK_MANIFEST,
+    DocumentKind.SUCCESS_DATA,
+    DocumentKind.COMMITTED_RECORD,
+    DocumentKind.COMMIT_STARTED,
+    DocumentKind.JOURNAL_UNIT_INTENT,
+    DocumentKind.JOURNAL_UNIT_DONE,
+    DocumentKind.JOURNAL_DIRECTORIES,
+    DocumentKind.FILE_OUTPUT_COMMIT_STARTED,
+    DocumentKind.MARKER_SERVER_STATE,
+    DocumentKind.HEARTBEAT,
+]
+IN_UPLOAD_JOBS = [
+    DocumentKind.TASK_MANIFEST,
+    DocumentKind.SUCCESS_DATA,
+    DocumentKind.PENDING_UPLOAD_RECORD,
+    DocumentKind.COMMIT_STARTED,
+    DocumentKind.MARKER_SERVER_STATE,
+    DocumentKind.HEARTBEAT,
+]
+
+
+def assert_all_valid(kind: DocumentKind, found: Written) -> None:
+    assert found, f"no {kind.value} document was written"
+    for path, data in found:
+        assert schema_errors(kind, orjson.loads(data)) == [], path
+
+
+@pytest.mark.parametrize("kind", IN_JOBS_ON_LOCAL_DISK, ids=[kind.value for kind in IN_JOBS_ON_LOCAL_DISK])
+def test_documents_of_jobs_on_local_disk_validate(
+    local_documents: dict[DocumentKind | None, Written], kind: DocumentKind
+) -> None:
+    assert_all_valid(kind, local_documents.get(kind, []))
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("kind", IN_UPLOAD_JOBS, ids=[kind.value for kind in IN_UPLOAD_JOBS])
+def test_documents_of_upload_jobs_validate(
+    upload_documents: dict[DocumentKind | None, Written], kind: DocumentKind
+) -> None:
+    assert_all_valid(kind, upload_documents.get(kind, []))
+    if kind is DocumentKind.TASK_MANIFEST:
+        uploads = [orjson.loads(data).get("pendingUploads") for _, data in upload_documents[kind]]
+        assert all(uploads), "every upload manifest carries its pending uploads"
+        assert any(upload["uploadId"] is None for listed in uploads for upload in listed), "an empty file's too"
+
+
+def test_the_spill_file_chunks_validate() -> None:
+    chunks = spill_chunks(SPILL_ROWS)
+    assert len(chunks) == 2
+    for chunk in chunks:
+        assert schema_errors(DocumentKind.ENTRY_CHUNK, orjson.loads(chunk)) == []
+
+
+@pytest.mark.parametrize("fixture", ["local_documents", pytest.param("upload_documents", marks=pytest.mark.s3)])
+def test_every_json_the_library_writes_is_a_document_with_a_schema(
+    request: pytest.FixtureRequest, fixture: str
+) -> None:
+    """A write holds JSON only at a path ``document_kind_of`` knows, so a new document (or a renamed one) cannot
+    go unvalidated; the other writes (markers, ``MARKERS<i>``, the protocol sign, ``_JOB``, ``_started_``) are
+    not JSON."""
+    written: dict[DocumentKind | None, Written] = request.getfixturevalue(fixture)
+    others = written.get(None, [])
+    assert others, "markers and records that are not JSON are written too"
+    for path, data in others:
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        assert not isinstance(parsed, dict | list), f"{path} holds a JSON document that no schema covers"
+
+
+# --- the marker server's requests and answers -----------------------------------------------------------------
+
+
+def test_the_marker_servers_answers_validate(tmp_path: Path) -> None:
+    store, dest = open_destination_store(str(tmp_path / "out"))
+    paths = MarkerPaths(JobPaths(dest, "job-schemas"))
+    retry = RetryPolicy(attempts=1, initial_wait=0, is_retryable=lambda error: False)
+    request = {"marker": Marker("dt=1/part-0.csv").name}
+    assert schema_errors(DocumentKind.MARKER_CREATE_REQUEST, request) == []
+    with MarkerServer(store, paths, retry, batch_interval_ms=1) as server:
+        assert server.state is not None
+        exchanges = [
+            (DocumentKind.MARKER_CREATE_ANSWER, "POST", CREATE_PATH, request, 200),
+            (DocumentKind.MARKER_CREATE_ANSWER, "POST", CREATE_PATH, request, 200),
+            (DocumentKind.MARKER_PING_ANSWER, "GET", PING_PATH, None, 200),
+            (DocumentKind.MARKER_LIST_ANSWER, "GET", ALL_PATH, None, 200),
+            (DocumentKind.MARKER_ERROR_ANSWER, "POST", CREATE_PATH, {"marker": "../x.marker.CREATE"}, 400),
+            (DocumentKind.MARKER_ERROR_ANSWER, "GET", "/v1/markers/nothing", None, 404),
+        ]
+        for kind, method, path, body, expected in exchanges:
+            status, answer = request_json(server.state, method, path, body, timeout=5)
+            assert status == expected
+            assert schema_errors(kind, answer) == [], (method, path)
+        _, listed = request_json(server.state, "GET", ALL_PATH, timeout=5)
+        assert listed == [request["marker"]]
+        state = orjson.loads(store.read_bytes(paths.server_state))
+        assert schema_errors(DocumentKind.MARKER_SERVER_STATE, state) == []
+
+
+# --- broken documents of every kind fail ---------------------------------------------------------------------
+
+
+TOKEN = "0123456789abcdef0123456789abcdef"
+PENDING_UPLOAD = PendingUpload("bucket-1", "out/dt=1/a.csv", "upload-1", ('"e1"', '"e2"'), 7, TOKEN)
+"""A pending upload of two parts, as a task's writer leaves it."""
+
+
+def library_document(kind: DocumentKind) -> Document:
+    """A document of ``kind`` as the library's own code serialises it (a job's is in ``local_documents``)."""
+    built: dict[DocumentKind, Callable[[], bytes]] = {
+        DocumentKind.COMMITTED_RECORD: lambda: TransactionRecord(
+            ("a.csv", "dt=1/b.csv"), ("old.csv",), "job-1"
+        ).to_json(),
+        DocumentKind.PENDING_UPLOAD_RECORD: lambda: PendingRecord(
+            "job-1", "attempt_1_0", "dt=1/a.csv", PENDING_UPLOAD
+        ).to_json(),
+        DocumentKind.COMMIT_STARTED: lambda: CommitRecord("job-1", {"task_1": "attempt_1_0"}, 1000).to_json(),
+        DocumentKind.FILE_OUTPUT_COMMIT_STARTED: lambda: FileOutputCommitRecord(
+            "job-1", {"task_1": "attempt_1_0"}, (PlannedFile("task_1", "dt=1/a.csv", 3),), ("dt=1",)
+        ).to_json(),
+        DocumentKind.MARKER_SERVER_STATE: lambda: ServerState(
+            "127.0.0.1", 40000, "job-1", "/d/m", 7, 1700000000000, TOKEN
+        ).to_json(),
+        DocumentKind.ENTRY_CHUNK: lambda: spill_chunks(SPILL_ROWS)[0],
+    }
+    document: Document = orjson.loads(built[kind]())
+    return document
+
+
+def job_document(kind: DocumentKind, local_documents: dict[DocumentKind | None, Written], has: str = "") -> Any:
+    """The first document of ``kind`` that the jobs wrote (with the key ``has``, if given)."""
+    for _, data in local_documents[kind]:
+        document = orjson.loads(data)
+        if not has or has in document:
+            return document
+    raise AssertionError(f"no {kind.value} document with {has!r}")
+
+
+BROKEN: dict[DocumentKind, dict[str, Mutation]] = {
+    DocumentKind.COMMITTED_RECORD: {
+        "no added": lambda d: d.pop("added"),
+        "no removed": lambda d: d.pop("removed"),
+        "added not a list": lambda d: d.update(added="a.csv"),
+        "absolute name": lambda d: d["added"].append("/etc/passwd"),
+        "parent segment": lambda d: d["added"].append("../other/a.csv"),
+        "dot segment": lambda d: d["removed"].append("dt=1/./a.csv"),
+        "empty segment": lambda d: d["added"].append("dt=1//a.csv"),
+        "trailing slash": lambda d: d["added"].append("dt=1/"),
+        "empty name": lambda d: d["added"].append(""),
+        "NUL": lambda d: d["added"].append("a\x00.csv"),
+        "name not a string": lambda d: d["removed"].append(3),
+        "jobId not a string": lambda d: d.update(jobId=1),
+    },
+    DocumentKind.PENDING_UPLOAD_RECORD: {
+        "other type": lambda d: d.update(type="manifest-committer/pending-upload/2"),
+        "no jobId": lambda d: d.pop("jobId"),
+        "jobId with a slash": lambda d: d.update(jobId="../job"),
+        "attempt id with '..'": lambda d: d.update(taskAttemptID="a..b"),
+        "relative under _temporary": lambda d: d.update(relative="_temporary/x"),
+        "relative absolute": lambda d: d.update(relative="/x"),
+        "no upload": lambda d: d.pop("upload"),
+        "bucket of one letter": lambda d: d["upload"].update(bucket="b"),
+        "key with a trailing slash": lambda d: d["upload"].update(destinationKey="out/dir/"),
+        "upload id with a space": lambda d: d["upload"].update(uploadId="an id"),
+        "no parts": lambda d: d["upload"].update(etags=[]),
+        "empty file with parts": lambda d: d["upload"].update(uploadId=None, length=0),
+        "empty file with a length": lambda d: d["upload"].update(uploadId=None, etags=[], length=3),
+        "negative length": lambda d: d["upload"].update(length=-1),
+        "token not hex": lambda d: d["upload"].update(token="z" * 32),
+    },
+    DocumentKind.COMMIT_STARTED: {
+        "other type": lambda d: d.update(type="manifest-committer/file-output-commit-started/1"),
+        "no accepted": lambda d: d.pop("accepted"),
+        "accepted attempt not a string": lambda d: d["accepted"].update(task_2=2),
+        "accepted task id with a slash": lambda d: d["accepted"].update({"a/b": "attempt_2_0"}),
+        "unit size 0": lambda d: d.update(unitSize=0),
+        "unit size a string": lambda d: d.update(unitSize="1000"),
+        "jobId empty": lambda d: d.update(jobId=""),
+    },
+    DocumentKind.FILE_OUTPUT_COMMIT_STARTED: {
+        "other type": lambda d: d.update(type="manifest-committer/commit-started/1"),
+        "no files": lambda d: d.pop("files"),
+        "no createdDirectories": lambda d: d.pop("createdDirectories"),
+        "file without size": lambda d: d["files"][0].pop("z"),
+        "negative size": lambda d: d["files"][0].update(z=-1),
+        "file path with '..'": lambda d: d["files"][0].update(p="../a.csv"),
+        "file path under _temporary": lambda d: d["files"][0].update(p="_temporary/0/a.csv"),
+        "task id with a space": lambda d: d["files"][0].update(t="task 1"),
+        "directory absolute": lambda d: d["createdDirectories"].append("/dt=2"),
+    },
+    DocumentKind.MARKER_SERVER_STATE: {
+        "no host": lambda d: d.pop("host"),
+        "port 0": lambda d: d.update(port=0),
+        "port 65536": lambda d: d.update(port=65536),
+        "port a string": lambda d: d.update(port="40000"),
+        "token short": lambda d: d.update(token="abc"),
+        "no markersDir": lambda d: d.pop("markersDir"),
+        "no pid": lambda d: d.pop("pid"),
+        "startedMs negative": lambda d: d.update(startedMs=-1),
+    },
+    DocumentKind.ENTRY_CHUNK: {
+        "three items": lambda d: d.append([]),
+        "no attempt id": lambda d: d.__setitem__(0, ""),
+        "row of four": lambda d: d[1][0].pop(),
+        "negative size": lambda d: d[1][0].__setitem__(2, -1),
+        "etag a number": lambda d: d[1][0].__setitem__(3, 5),
+        "rows not a list": lambda d: d.__setitem__(1, {}),
+    },
+}
+"""Per kind, changes that make a document of the library invalid: each must be refused by the schema."""
+
+JOB_BROKEN: dict[DocumentKind, tuple[str, dict[str, Mutation]]] = {
+    DocumentKind.JOURNAL_UNIT_INTENT: (
+        "rows",
+        {
+            "no rows": lambda d: d.pop("rows"),
+            "zero rows": lambda d: d.update(rows=0),
+            "rows a string": lambda d: d.update(rows="3"),
+        },
+    ),
+    DocumentKind.JOURNAL_UNIT_DONE: (
+        "upTo",
+        {
+            "no upTo": lambda d: d.pop("upTo"),
+            "negative upTo": lambda d: d.update(upTo=-1),
+            "no notMovable": lambda d: d.pop("notMovable"),
+            "notMovable a string": lambda d: d.update(notMovable="false"),
+            "alsoOurs empty": lambda d: d.update(alsoOurs=[]),
+            "alsoOurs row 0": lambda d: d.update(alsoOurs=[0]),
+            "alsoInDoubt twice the same row": lambda d: d.update(alsoInDoubt=[2, 2]),
+            "alsoInDoubt not integers": lambda d: d.update(alsoInDoubt=["2"]),
+        },
+    ),
+    DocumentKind.JOURNAL_DIRECTORIES: (
+        "created",
+        {
+            "no created": lambda d: d.pop("created"),
+            "no deleted": lambda d: d.pop("deleted"),
+            "empty path": lambda d: d["created"].append(""),
+            "a path twice": lambda d: d["deleted"].extend(["/d/x", "/d/x"]),
+        },
+    ),
+    DocumentKind.HEARTBEAT: (
+        "timestampMs",
+        {
+            "no timestampMs": lambda d: d.pop("timestampMs"),
+            "timestampMs a string": lambda d: d.update(timestampMs="1700000000000"),
+            "timestampMs fractional": lambda d: d.update(timestampMs=1.5),
+            "no jobId": lambda d: d.pop("jobId"),
+            "jobId absolute": lambda d: d.update(jobId="/x"),
+            "pid negative": lambda d: d.update(pid=-1),
+        },
+    ),
+}
+"""Documents only a job writes (its journal, its heartbeats): broken from the ones ``local_documents`` holds."""
+
+HTTP_BROKEN: dict[DocumentKind, tuple[Any, dict[str, Mutation]]] = {
+    DocumentKind.MARKER_CREATE_REQUEST: (
+        {"marker": "dt=1/a.csv.marker.CREATE"},
+        {
+            "no marker": lambda d: d.pop("marker"),
+            "unknown I/O type": lambda d: d.update(marker="a.csv.marker.DELETE"),
+            "no I/O type": lambda d: d.update(marker="a.csv"),
+            "absolute": lambda d: d.update(marker="/a.csv.marker.CREATE"),
+            "under _temporary": lambda d: d.update(marker="_temporary/a.csv.marker.CREATE"),
+            "a commit record": lambda d: d.update(marker="_committed_12.marker.CREATE"),
+            "_SUCCESS": lambda d: d.update(marker="dt=1/_SUCCESS.marker.CREATE"),
+            "a line break": lambda d: d.update(marker="a\nb.csv.marker.CREATE"),
+            "parent segment": lambda d: d.update(marker="dt=1/../../a.csv.marker.CREATE"),
+            "not a string": lambda d: d.update(marker=["a.csv.marker.CREATE"]),
+        },
+    ),
+    DocumentKind.MARKER_CREATE_ANSWER: (
+        {"created": True},
+        {
+            "no created": lambda d: d.pop("created"),
+            "created a string": lambda d: d.update(created="true"),
+        },
+    ),
+    DocumentKind.MARKER_ERROR_ANSWER: (
+        {"error": "bad marker"},
+        {
+            "no error": lambda d: d.pop("error"),
+            "error an object": lambda d: d.update(error={"message": "x"}),
+        },
+    ),
+    DocumentKind.MARKER_PING_ANSWER: (
+        {"token": TOKEN, "markersDir": "/d/m", "jobId": "job-1"},
+        {
+            "no token": lambda d: d.pop("token"),
+            "token upper case": lambda d: d.update(token=TOKEN.upper()),
+            "no markersDir": lambda d: d.pop("markersDir"),
+            "jobId with a space": lambda d: d.update(jobId="job 1"),
+        },
+    ),
+    DocumentKind.MARKER_LIST_ANSWER: (
+        ["a.csv.marker.CREATE", "b.csv.marker.CREATE"],
+        {
+            "an object": lambda d: d.__setitem__(0, {"marker": "a.csv.marker.CREATE"}),
+            "twice the same": lambda d: d.append("a.csv.marker.CREATE"),
+            "not a marker": lambda d: d.append("b.csv"),
+        },
+    ),
+    DocumentKind.SPARK_STORAGE_OPTIONS: ({"anon": False, "client_kwargs": {"region_name": "eu-west-1"}}, {}),
+}
+"""Documents of the marker server's HTTP API and the Spark option: small, built here as the library builds them."""
+
+
+def cases(table: dict[DocumentKind, Any], pick: Callable[[Any], dict[str, Mutation]]) -> list[Any]:
+    return [
+        pytest.param(kind, name, mutation, id=f"{kind.value}-{name}")
+        for kind, entry in table.items()
+        for name, mutation in pick(entry).items()
+    ]
+
+
+def assert_refused(kind: DocumentKind, document: Any, mutation: Mutation) -> None:
+    assert schema_errors(kind, document) == [], "the unbroken document validates"
+    broken = copy.deepcopy(document)
+    mutation(broken)
+    assert broken != document
+    assert schema_errors(kind, broken) != []
+
+
+@pytest.mark.parametrize(("kind", "name", "mutation"), cases(BROKEN, lambda entry: entry))
+def test_broken_documents_fail(kind: DocumentKind, name: str, mutation: Mutation) -> None:
+    assert_refused(kind, library_document(kind), mutation)
+
+
+@pytest.mark.parametrize(("kind", "name", "mutation"), cases(JOB_BROKEN, lambda entry: entry[1]))
+def test_broken_job_documents_fail(
+    local_documents: dict[DocumentKind | None, Written], kind: DocumentKind, name: str, mutation: Mutation
+) -> None:
+    assert_refused(kind, job_document(kind, local_documents, JOB_BROKEN[kind][0]), mutation)
+
+
+@pytest.mark.parametrize(("kind", "name", "mutation"), cases(HTTP_BROKEN, lambda entry: entry[1]))
+def test_broken_http_documents_fail(kind: DocumentKind, name: str, mutation: Mutation) -> None:
+    assert_refused(kind, HTTP_BROKEN[kind][0], mutation)
+
+
+@pytest.mark.parametrize("not_an_object", ["[1]", '"anon"', "3", "null"])
+def test_spark_storage_options_are_an_object(not_an_object: str) -> None:
+    assert schema_errors(DocumentKind.SPARK_STORAGE_OPTIONS, orjson.loads(not_an_object)) != []
+    assert schema_errors(DocumentKind.SPARK_STORAGE_OPTIONS, HTTP_BROKEN[DocumentKind.SPARK_STORAGE_OPTIONS][0]) == []
+
+
+def test_databricks_committed_records_validate() -> None:
+    """Databricks' own ``_committed_<tid>`` (``reference/spark-transactional-writes.txt``), as its readers see it."""
+    tid = "5097121921988240910"
+    record = {
+        "added": [
+            f"part-0000{n}-tid-{tid}-6ec8b872-eaca-4dd8-83b6-0822a8a18189-{50 + n}-1-c000.snappy.parquet"
+            for n in range(3)
+        ],
+        "removed": [
+            "_SUCCESS",
+            "part-00000-tid-3452754969657447620-98b3663b-fbe5-49c1-bbbc-9d0a2413fc20-44-1-c000.snappy.parquet",
+        ],
+    }
+    assert schema_errors(DocumentKind.COMMITTED_RECORD, record) == []
+    assert TransactionRecord.from_json(orjson.dumps(record), "_committed_" + tid).added == tuple(record["added"])
+
+
+def test_journal_done_records_with_rows_in_flight_together_validate(
+    local_documents: dict[DocumentKind | None, Written],
+) -> None:
+    """``alsoOurs`` and ``alsoInDoubt`` appear only when renames of a unit were in flight together and some failed."""
+    done = job_document(DocumentKind.JOURNAL_UNIT_DONE, local_documents, "upTo")
+    done.update(rows=6, upTo=1, notMovable=False, alsoOurs=[2, 4], alsoInDoubt=[3])
+    assert schema_errors(DocumentKind.JOURNAL_UNIT_DONE, done) == []
+
+
+# --- the patterns say what the library's checks say ------------------------------------------------------------
+
+
+def pattern_at(kind: DocumentKind, *steps: str) -> re.Pattern[str]:
+    node: Any = load_schema(kind.schema_file)
+    for step in steps:
+        node = node[step]
+    return re.compile(node["pattern"])
+
+
+ID_PATTERNS = [
+    (DocumentKind.COMMIT_STARTED, ("$defs", "id")),
+    (DocumentKind.FILE_OUTPUT_COMMIT_STARTED, ("$defs", "id")),
+    (DocumentKind.PENDING_UPLOAD_RECORD, ("$defs", "id")),
+    (DocumentKind.MARKER_SERVER_STATE, ("properties", "jobId")),
+    (DocumentKind.HEARTBEAT, ("properties", "jobId")),
+    (DocumentKind.MARKER_PING_ANSWER, ("properties", "jobId")),
+]
+ID_SAMPLES = [
+    "job-1",
+    "attempt_00001_0",
+    "a.b:c+d",
+    "0",
+    "A",
+    "",
+    ".job",
+    "_job",
+    "-job",
+    "a..b",
+    "a/b",
+    "a b",
+    "job\n",
+    "job\nx",
+    "é",
+    "job-ü",
+    "a.",
+    "x" * 300,
+]
+PATH_SAMPLES = [
+    "a",
+    "dt=1/a.csv",
+    ".hidden",
+    "a/.b",
+    "a..",
+    "..a",
+    "a/b c",
+    "a\nb",
+    "a\n",
+    "",
+    "/a",
+    "a/",
+    "a//b",
+    ".",
+    "..",
+    "./a",
+    "a/.",
+    "a/..",
+    "a/./b",
+    "a/../b",
+    "a\x00b",
+    "_temporary",
+    "_temporary/x",
+    "x/_temporary",
+    "_temporaryx",
+    "é/ü.csv",
+]
+MARKER_SAMPLES = [f"{path}.marker.{io}" for path in PATH_SAMPLES for io in ("CREATE", "MERGE", "DELETE")] + [
+    "a.csv",
+    "a.csv.marker.",
+    "_SUCCESS.marker.CREATE",
+    "d/_SUCCESS.marker.CREATE",
+    "_SUCCESSx.marker.CREATE",
+    "_committed_1.marker.CREATE",
+    "d/_started_1.marker.MERGE",
+    "_committed_x/a.marker.CREATE",
+    "a\rb.marker.CREATE",
+    "a.marker.CREATE.marker.APPEND",
+]
+
+
+@pytest.mark.parametrize(("kind", "steps"), ID_PATTERNS, ids=[kind.value for kind, _ in ID_PATTERNS])
+def test_id_patterns_are_the_apis_id_rule(kind: DocumentKind, steps: tuple[str, ...]) -> None:
+    pattern = pattern_at(kind, *steps)
+    assert [s for s in ID_SAMPLES if (pattern.search(s) is not None) != is_valid_id(s)] == []
+
+
+def test_relative_path_patterns_are_the_admission_rules() -> None:
+    relative = pattern_at(DocumentKind.COMMITTED_RECORD, "$defs", "relativePath")
+    below_dest = [
+        pattern_at(DocumentKind.PENDING_UPLOAD_RECORD, "properties", "relative"),
+        pattern_at(DocumentKind.FILE_OUTPUT_COMMIT_STARTED, "$defs", "destinationRelativePath"),
+    ]
+    assert [s for s in PATH_SAMPLES if (relative.search(s) is not None) != (relative_problem(s) is None)] == []
+    for pattern in below_dest:
+        admitted = [s for s in PATH_SAMPLES if destination_relative_problem(s) is None]
+        assert [s for s in PATH_SAMPLES if pattern.search(s) is not None] == admitted
+
+
+def marker_admitted(name: str) -> bool:
+    try:
+        parse_marker(name, "sample")
+    except MarkerError:
+        return False
+    return True
+
+
+def test_the_marker_pattern_is_parse_marker() -> None:
+    pattern = pattern_at(DocumentKind.MARKER_CREATE_REQUEST, "properties", "marker")
+    assert [s for s in MARKER_SAMPLES if (pattern.search(s) is not None) != marker_admitted(s)] == []
+    assert sum(map(marker_admitted, MARKER_SAMPLES)) > 10
+
+
+def test_the_token_patterns_match_the_tokens_made() -> None:
+    for kind, steps in [
+        (DocumentKind.MARKER_SERVER_STATE, ("properties", "token")),
+        (DocumentKind.MARKER_PING_ANSWER, ("properties", "token")),
+        (DocumentKind.TASK_MANIFEST, ("$defs", "pendingUpload", "properties", "token")),
+    ]:
+        assert pattern_at(kind, *steps).search(uuid.uuid4().hex), kind
+
+
+def test_shared_definitions_are_the_same_in_every_schema() -> None:
+    """The few definitions more than one schema holds (each schema stands alone for other tools) do not drift."""
+    ids = {pattern_at(kind, *steps).pattern for kind, steps in ID_PATTERNS}
+    assert len(ids) == 1
+    manifest, success = load_schema(MANIFEST_SCHEMA), load_schema(SUCCESS_SCHEMA)
+    for name in ("iostatistics", "meanStatistic", "longMap"):
+        assert manifest["$defs"][name] == success["$defs"][name], name
+
+
+# --- what the schemas accept, the library's readers accept ---------------------------------------------------------
+
+
+PENDING_UPLOAD_SCHEMA = {"$ref": "task-manifest.schema.json#/$defs/pendingUpload"}
+
+
+def pending_upload_errors(document: Any) -> list[str]:
+    """The errors of ``document`` by the task manifest's ``pendingUpload`` definition."""
+    checker = jsonschema.Draft202012Validator(
+        {**PENDING_UPLOAD_SCHEMA, "$id": "https://manifest-committer.invalid/schemas/probe.json"},
+        registry=schema_registry(),
+    )
+    return [error.message for error in checker.iter_errors(document)]
+
+
+def test_pending_upload_decoder_agrees_with_the_schema_on_every_single_mutation() -> None:
+    """``PendingUpload.from_dict`` (task manifests' ``pendingUploads``, ``.pending`` records) refuses exactly what
+    the schema refuses."""
+    checked = 0
+    for base in (PENDING_UPLOAD.to_dict(), PendingUpload("b-1", "k", None, (), 0, None).to_dict()):
+        for path in value_paths(base):
+            for replacement in [*REPLACEMENTS, REMOVE, TOKEN, '"etag"', "a" * 1025, "x/"]:
+                candidate = mutated(base, path, replacement)
+                refused = pending_upload_errors(candidate) != []
+                try:
+                    PendingUpload.from_dict(candidate, "origin.json")
+                except mc.ManifestError:
+                    assert refused, f"{path} = {replacement!r}: the decoder refuses what the schema accepts"
+                else:
+                    assert not refused, f"{path} = {replacement!r}: the schema refuses what the decoder accepts"
+                checked += 1
+    assert checked > 150
+
+
+READERS: dict[DocumentKind, Callable[[bytes], object]] = {
+    DocumentKind.COMMITTED_RECORD: lambda data: TransactionRecord.from_json(data, "origin"),
+    DocumentKind.PENDING_UPLOAD_RECORD: lambda data: PendingRecord.from_json(
+        data, "origin", JobPaths("bucket-1/out", "job-1"), "attempt_1_0"
+    ),
+    DocumentKind.COMMIT_STARTED: lambda data: CommitRecord.from_json(data, "origin"),
+    DocumentKind.FILE_OUTPUT_COMMIT_STARTED: lambda data: FileOutputCommitRecord.from_json(data, "origin"),
+    DocumentKind.MARKER_SERVER_STATE: lambda data: ServerState.from_json(data, "origin"),
+}
+"""Readers of the records, each taking a document of the job ``job-1`` (and attempt ``attempt_1_0``)."""
+STILL_VALID: dict[str, Mutation] = {
+    "unknown key": lambda d: d.update(futureField={"x": [1]}),
+    "unknown nested key": lambda d: d.get("upload", {}).update(futureField=1),
+}
+
+
+@pytest.mark.parametrize("kind", list(READERS), ids=[kind.value for kind in READERS])
+def test_the_readers_accept_every_valid_document(kind: DocumentKind) -> None:
+    """The library's own documents, with unknown keys added (readers ignore them), validate and are read back."""
+    for change in STILL_VALID.values():
+        document = library_document(kind)
+        change(document)
+        assert schema_errors(kind, document) == []
+        READERS[kind](orjson.dumps(document))
+
+
+LENIENT_READERS = {
+    (DocumentKind.COMMITTED_RECORD, "no removed"),
+    (DocumentKind.COMMIT_STARTED, "jobId empty"),
+    (DocumentKind.COMMIT_STARTED, "accepted task id with a slash"),
+    (DocumentKind.MARKER_SERVER_STATE, "port a string"),
+    (DocumentKind.MARKER_SERVER_STATE, "token short"),
+    (DocumentKind.MARKER_SERVER_STATE, "no pid"),
+    (DocumentKind.MARKER_SERVER_STATE, "startedMs negative"),
+}
+"""Documents a schema refuses but a reader takes: fields only people read (``pid``, ``startedMs``), a missing
+``removed`` (read as empty, as Databricks' readers do), values checked later against what the job knows (a
+``jobId`` or task id that names no job or manifest of this job is an error there; the server's ``token`` must
+match its ping answer); and ``int()`` on the port. The schemas say what the library writes."""
+STRICT_READER_CASES = [
+    case
+    for case in cases({kind: BROKEN[kind] for kind in READERS}, lambda entry: entry)
+    if (case.values[0], case.values[1]) not in LENIENT_READERS
+]
+
+
+@pytest.mark.parametrize(("kind", "name", "mutation"), STRICT_READER_CASES)
+def test_the_readers_refuse_what_the_schemas_refuse(kind: DocumentKind, name: str, mutation: Mutation) -> None:
+    """Where a reader relies on a field, a document the schema refuses is refused by the reader too, naming the
+    file."""
+    document = library_document(kind)
+    mutation(document)
+    with pytest.raises((mc.ManifestError, mc.MarkerError), match="origin"):
+        READERS[kind](orjson.dumps(document))
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    sorted(LENIENT_READERS, key=str),
+    ids=[f"{k.value}-{n}" for k, n in sorted(LENIENT_READERS, key=str)],
+)
+def test_the_lenient_readers_are_the_listed_ones(kind: DocumentKind, name: str) -> None:
+    """The exceptions above are exactly those: if a reader grows stricter, the list shrinks."""
+    document = library_document(kind)
+    BROKEN[kind][name](document)
+    assert schema_errors(kind, document) != []
+    READERS[kind](orjson.dumps(document))

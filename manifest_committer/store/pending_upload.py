@@ -123,7 +123,7 @@ class PendingUpload:
             key=document["destinationKey"],
             upload_id=document["uploadId"],
             etags=tuple(document["etags"]),
-            length=document["length"],
+            length=int(document["length"]),
             token=document.get("token"),
         )
 
@@ -149,7 +149,9 @@ def _validate(document: Mapping[str, Any], source: str) -> None:
         isinstance(etag, str) and _VISIBLE_ASCII.fullmatch(etag) for etag in etags
     ):
         raise bad("etags", "must be a list of non-empty strings of visible ASCII")
-    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+    # JSON Schema's integer, as every decoder reads it (``_decode.integer``): 2.0 counts, true does not.
+    integral = type(length) is int or (type(length) is float and length.is_integer())
+    if not integral or length < 0:
         raise bad("length", f"must be a non-negative integer, got {length!r}")
     if upload_id is None and (etags or length != 0):
         raise bad("uploadId", "is null (an empty file, no upload) but the entry has parts or a length")
