@@ -21,10 +21,10 @@ from tests.fixtures.killing.cases import commit_reference, interrupted_commit, p
 from tests.fixtures.killing.events import KillPoint
 from tests.fixtures.killing.follow_ups import abort_after_kill, abort_again_after_killed_abort, rerun_after_kill
 from tests.fixtures.killing.listing import listing
-from tests.fixtures.killing.rename_protocols import FileOutputScenario, job_files
+from tests.fixtures.killing.rename_protocols import RenameScenario, job_files
 from tests.fixtures.killing.states import KilledStates
 
-PROTOCOLS = [FileOutputScenario(Path("."), "v1"), FileOutputScenario(Path("."), "v2")]
+PROTOCOLS = [RenameScenario(Path("."), "v1"), RenameScenario(Path("."), "v2")]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -43,12 +43,12 @@ def test_reference_commits_cover_the_protocols() -> None:
         assert all(labels.index(label) > started for label in merged), scenario.protocol
 
 
-def test_rerun_after_kill(commit_kill: KillPoint, scenario: FileOutputScenario, killed_states: KilledStates) -> None:
+def test_rerun_after_kill(commit_kill: KillPoint, scenario: RenameScenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
     rerun_after_kill(scenario, killed_states, ("commit", commit_kill))
 
 
-def test_abort_after_kill(commit_kill: KillPoint, scenario: FileOutputScenario, killed_states: KilledStates) -> None:
+def test_abort_after_kill(commit_kill: KillPoint, scenario: RenameScenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination as before the job commit
     (the earlier job's ``_SUCCESS`` put back; for v2, its committed tasks' files stay, as they were before); after
     it, the job's output stays. A second abort changes nothing."""
@@ -56,7 +56,7 @@ def test_abort_after_kill(commit_kill: KillPoint, scenario: FileOutputScenario, 
 
 
 def test_abort_again_after_killed_abort(
-    abort_kill: KillPoint, scenario: FileOutputScenario, killed_states: KilledStates
+    abort_kill: KillPoint, scenario: RenameScenario, killed_states: KilledStates
 ) -> None:
     """A commit killed part-way (v1 halfway through its merge, v2 before its ``_SUCCESS``), then an abort killed
     too: a fresh abort still puts the destination back as it was before the job commit."""
@@ -66,7 +66,7 @@ def test_abort_again_after_killed_abort(
 def test_v2_abort_before_job_commit_leaves_only_committed_tasks_files(tmp_path: Path) -> None:
     """v2's documented flaw, from a fresh committer: committed tasks' files stay, an uncommitted attempt's
     work and every other trace of the job go."""
-    scenario = FileOutputScenario(tmp_path, "v2")
+    scenario = RenameScenario(tmp_path, "v2")
     before = scenario.prepare()
     committer = scenario.committer()
     attempt = committer.setup_task("task_00099", "attempt_00099_0")

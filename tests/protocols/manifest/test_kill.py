@@ -21,10 +21,10 @@ from tests.fixtures.killing.events import KillPoint, first_change, select_kill_p
 from tests.fixtures.killing.follow_ups import abort_after_kill, abort_again_after_killed_abort, rerun_after_kill
 from tests.fixtures.killing.jobs import FILES_PER_TASK, JOB, TASKS
 from tests.fixtures.killing.listing import Listing, diff, listing
-from tests.fixtures.killing.rename_protocols import ManifestScenario, first_rename
+from tests.fixtures.killing.rename_protocols import RenameScenario, first_rename
 from tests.fixtures.killing.states import KilledStates
 
-MANIFEST = ManifestScenario(Path("."))
+MANIFEST = RenameScenario(Path("."), "manifest")
 TRASH_ENTRY = trash_entry(JOB)
 
 
@@ -33,7 +33,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def scenario_template() -> ManifestScenario:
+def scenario_template() -> RenameScenario:
     """The scenario of the tests that kill at points of their own."""
     return MANIFEST
 
@@ -49,7 +49,7 @@ def test_reference_commit_moves_every_file_and_replaces_success() -> None:
     assert any(event.label.endswith("-> _SUCCESS") or event.label.endswith(" _SUCCESS") for event in events)
 
 
-def test_a_kill_lands_before_its_step(scenario: ManifestScenario, killed_states: KilledStates) -> None:
+def test_a_kill_lands_before_its_step(scenario: RenameScenario, killed_states: KilledStates) -> None:
     """Killed before the first rename: the commit had started (directories made), no file of the job is in place."""
     before = killed_states.restore(scenario, ("commit", first_rename(commit_reference(MANIFEST))))
 
@@ -73,7 +73,7 @@ def test_reference_commit_deletes_its_state_in_the_background() -> None:
 
 
 def test_a_kill_before_a_read_leaves_what_a_kill_before_the_next_change_leaves(
-    scenario: ManifestScenario, killed_states: KilledStates
+    scenario: RenameScenario, killed_states: KilledStates
 ) -> None:
     """Why the kill points are changes only (``select_kill_points``): killed before a manifest load, or before
     the first change after it, the destination (``_temporary`` included) is the same byte for byte, and the temp
@@ -93,19 +93,19 @@ def test_a_kill_before_a_read_leaves_what_a_kill_before_the_next_change_leaves(
 # --- the follow-ups ------------------------------------------------------------------------------------------------
 
 
-def test_rerun_after_kill(commit_kill: KillPoint, scenario: ManifestScenario, killed_states: KilledStates) -> None:
+def test_rerun_after_kill(commit_kill: KillPoint, scenario: RenameScenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``commit_job`` finishes the job: exactly the job's files, totals right, no state left."""
     rerun_after_kill(scenario, killed_states, ("commit", commit_kill))
 
 
-def test_abort_after_kill(commit_kill: KillPoint, scenario: ManifestScenario, killed_states: KilledStates) -> None:
+def test_abort_after_kill(commit_kill: KillPoint, scenario: RenameScenario, killed_states: KilledStates) -> None:
     """A fresh committer's ``abort_job``: before the commit point, the destination as before the job (the earlier
     job's ``_SUCCESS`` included); after it, the job's output stays. A second abort changes nothing."""
     abort_after_kill(scenario, killed_states, ("commit", commit_kill))  # the rerun's test's child, put back
 
 
 def test_abort_again_after_killed_abort(
-    abort_kill: KillPoint, scenario: ManifestScenario, killed_states: KilledStates
+    abort_kill: KillPoint, scenario: RenameScenario, killed_states: KilledStates
 ) -> None:
     """A commit killed halfway through its renames, then an abort killed too: a fresh abort still puts the
     destination back as it was before the job."""

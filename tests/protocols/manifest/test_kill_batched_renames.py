@@ -17,22 +17,22 @@ import pytest
 
 from tests.fixtures.killing.events import NthCall
 from tests.fixtures.killing.follow_ups import abort_after_kill, rerun_after_kill
-from tests.fixtures.killing.rename_protocols import ManifestScenario, batched
+from tests.fixtures.killing.rename_protocols import RenameScenario, batched
 from tests.fixtures.killing.states import KilledStates
 
-BATCHED = ManifestScenario(Path("."), batched=True)
+BATCHED = RenameScenario(Path("."), "manifest", batched=True)
 KILLS = [NthCall("rename_file", nth, "~/tasks/") for nth in (2, 7, 14)]
 
 
 @pytest.fixture
-def scenario_template() -> ManifestScenario:
+def scenario_template() -> RenameScenario:
     return BATCHED
 
 
 @pytest.mark.parametrize("follow_up", ["rerun", "rerun batched", "abort"])
 @pytest.mark.parametrize("commit_kill", KILLS, ids=[kill.id for kill in KILLS])
 def test_a_commit_killed_inside_a_batch_is_finished_by_a_rerun_or_undone_by_an_abort(
-    commit_kill: NthCall, follow_up: str, scenario: ManifestScenario, killed_states: KilledStates
+    commit_kill: NthCall, follow_up: str, scenario: RenameScenario, killed_states: KilledStates
 ) -> None:
     killed_states.restore(scenario, ("commit", commit_kill))
     killed = scenario.listing()
