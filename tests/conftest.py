@@ -6,7 +6,7 @@ pytest_plugins = [
     "tests.fixtures.faulty_filesystem",
     "tests.fixtures.frameworks",
     "tests.fixtures.hadoop",
-    "tests.fixtures.killing",
+    "tests.fixtures.killing.states",
     "tests.fixtures.spark",
     "tests.fixtures.spark_cluster",
     "tests.fixtures.stores",

@@ -3,8 +3,9 @@ middle of a batch, and the committer's own process SIGKILLed while its workers h
 fails cleanly (a ``WorkerProcessError`` naming the worker and its signal), no worker goes on renaming after its
 committer died, and a fresh committer's rerun finishes the job exactly, or its abort (twice) undoes it exactly.
 
-The scenario is the kill harness's (``tests/fixtures/killing.py``): user files, an earlier job's ``_SUCCESS``, six
-committed tasks; a picklable store wrapper (``tests/fixtures/worker_stores.py``) acts in the workers only.
+The scenario is the kill harness's rename scenario (``tests/fixtures/killing/rename_protocols.py``): user files, an
+earlier job's ``_SUCCESS``, six committed tasks; a picklable store wrapper (``tests/fixtures/worker_stores.py``)
+acts in the workers only.
 """
 
 from __future__ import annotations
@@ -15,70 +16,71 @@ import signal
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 import manifest_committer as mc
 from manifest_committer.errors import WorkerProcessError
-from tests.fixtures.killing import (
-    JOB,
-    Listing,
-    Report,
-    Scenario,
-    check_success,
-    forkserver,
-    job_files,
-    killed_listing,
-    listing,
-)
+from manifest_committer.protocols.base import CommitterBase
+from tests.fixtures.killing.child import forkserver
+from tests.fixtures.killing.jobs import JOB
+from tests.fixtures.killing.listing import Listing, outside_temporary
+from tests.fixtures.killing.rename_protocols import RenameScenario
+from tests.fixtures.killing.report import Report, killed_state
+from tests.fixtures.killing.scenario import StoreWrapper
 from tests.fixtures.worker_stores import HoldingStore, KillingStore
 
 WORKERS = mc.CommitterConfig(io_threads=4, io_processes=2, save_retry_interval=0, store_retry_interval=0)
 WAIT = 60.0
 
 
-def _moved(scenario: Scenario) -> int:
-    return sum(1 for path in job_files() if (scenario.dest / path).exists())
+def _moved(scenario: RenameScenario) -> int:
+    return sum(1 for path in scenario.job_files() if (scenario.dest / path).exists())
 
 
-def _follow_up(scenario: Scenario, before: Listing, follow_up: str, killed: Listing) -> None:
-    report = Report(scenario, f"{follow_up} after the kill", killed_listing(killed))
+def _follow_up(scenario: RenameScenario, before: Listing, follow_up: Literal["rerun", "abort"]) -> None:
+    """As the harness's follow-ups after a kill, from the state the killed commit left in place."""
+    killed = scenario.listing(temporary=True)
+    report = Report(scenario, f"{follow_up} after the kill", killed_state(scenario, before, killed))
     if follow_up == "rerun":
-        with scenario.committer() as fresh:
-            report.attempt("commit_job", fresh.commit_job)
-        after = listing(scenario.dest)
-        after.pop("_SUCCESS", None)  # the job's, checked on its own
-        report.compare(scenario.expected_after_commit(before), after, "the rerun's destination")
-        check_success(report, scenario)
-        report.no_job_state()
-        report.no_spill_files()
+        report.attempt("the rerun's commit_job", lambda: scenario.use(scenario.commit))
+        everything = scenario.listing(temporary=True)
+        actual = outside_temporary(everything)
+        for record in scenario.records:
+            actual.pop(record, None)  # the job's, checked on its own
+        report.compare(scenario.expected_after_commit(before), actual, "the rerun's destination")
+        scenario.check_committed(report)
     else:
-        with scenario.committer() as fresh:
-            report.abort_twice(fresh.abort_job, before, "the abort's destination")
-    report.check()
+        everything = report.abort_twice(before, "the abort's destination, against before the job")
+    report.finish(everything, follow_up)
+
+
+def _committer(scenario: RenameScenario, store_wrapper: StoreWrapper) -> CommitterBase:
+    return mc.create_committer(scenario.destination, JOB, "manifest", config=WORKERS, store_wrapper=store_wrapper)
 
 
 @pytest.mark.parametrize("follow_up", ["rerun", "abort"])
 @pytest.mark.parametrize("nth", [1, 3])
 def test_a_worker_killed_in_a_batch_fails_the_commit_and_a_fresh_committer_finishes_or_undoes_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nth: int, follow_up: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nth: int, follow_up: Literal["rerun", "abort"]
 ) -> None:
-    scenario = Scenario(tmp_path)
+    scenario = RenameScenario(tmp_path)
     before = scenario.prepare()
     monkeypatch.setattr(tempfile, "tempdir", str(scenario.spill))
     dying = functools.partial(KillingStore, nth=nth, committer_pid=os.getpid())
     with (
-        scenario.committer(config=WORKERS, store_wrapper=dying) as committer,
+        _committer(scenario, dying) as committer,
         pytest.raises(
             WorkerProcessError, match=rf"worker process \d+ of the job commit of job {JOB} was killed by SIGKILL"
         ),
     ):
         committer.commit_job()
     moved = _moved(scenario)
-    assert moved < len(job_files()), "the commit stopped before every file moved"
+    assert moved < len(scenario.job_files()), "the commit stopped before every file moved"
     if nth > 1:
         assert moved >= nth - 1, "the dead worker had moved the renames before its kill"
-    _follow_up(scenario, before, follow_up, listing(scenario.dest))
+    _follow_up(scenario, before, follow_up)
 
 
 def _commit_in_child(dest: str, spill: str, signals: str) -> None:
@@ -98,9 +100,9 @@ def _gone(pid: int) -> bool:
 
 @pytest.mark.parametrize("follow_up", ["rerun", "abort"])
 def test_workers_of_a_killed_committer_stop_and_a_fresh_committer_finishes_or_undoes_the_job(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, follow_up: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, follow_up: Literal["rerun", "abort"]
 ) -> None:
-    scenario = Scenario(tmp_path)
+    scenario = RenameScenario(tmp_path)
     before = scenario.prepare()
     signals = tmp_path / "signals"
     signals.mkdir()
@@ -121,6 +123,5 @@ def test_workers_of_a_killed_committer_stop_and_a_fresh_committer_finishes_or_un
         assert time.monotonic() < deadline, "a worker outlived its committer"
         time.sleep(0.01)
     (signals / "release").write_text("")  # a worker still alive would now make its batch
-    killed = listing(scenario.dest)
     assert _moved(scenario) == 0, "the held batches were never made"
-    _follow_up(scenario, before, follow_up, killed)
+    _follow_up(scenario, before, follow_up)
