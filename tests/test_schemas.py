@@ -888,7 +888,8 @@ def test_spark_storage_options_are_an_object(not_an_object: str) -> None:
 
 
 def test_databricks_committed_records_validate() -> None:
-    """Databricks' own ``_committed_<tid>`` (``reference/spark-transactional-writes.txt``), as its readers see it."""
+    """Databricks' own ``_committed_<tid>`` (docs/formats.md, its section on ``_committed_<tid>`` and tid-bearing
+    names), as its readers see it."""
     tid = "5097121921988240910"
     record = {
         "added": [
