@@ -1,6 +1,6 @@
 """The JSON documents the library writes and reads, and the JSON Schema of each, shipped in ``schemas/``.
 
-The schemas are the one definition of every format (STYLE rule 6): what each field means, which are required,
+The schemas are the one definition of every format: what each field means, which are required,
 their types and patterns. This module names the documents (``DocumentKind``), loads their schemas from the
 installed package, tells which document a file is by its name and place (``document_kind_of``), and validates a
 parsed document against its schema (``schema_errors``, ``check_document``)::

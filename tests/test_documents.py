@@ -186,10 +186,10 @@ def test_the_marker_servers_answers_are_checked(
 ) -> None:
     store, dest = open_destination_store(str(tmp_path / "out"))
     retry = RetryPolicy(attempts=1, initial_wait=0, is_retryable=lambda error: False)
-    monkeypatch.setattr(MarkerServer, "identity", lambda server: {"token": 7})
+    monkeypatch.setattr(MarkerServer, "identity", lambda server: {"serverId": 7})
     with MarkerServer(store, MarkerPaths(JobPaths(dest, "job-1")), retry) as server:
         assert server.state is not None
-        status, _ = request_json(server.state, "GET", PING_PATH, timeout=5)
+        status, _ = request_json(server.state, "GET", PING_PATH, timeout=5, secret=server.secret)
     assert status == 200
     found = checks.WATCH.take_violations()
     assert len(found) == 1

@@ -29,7 +29,7 @@ from manifest_committer.markers.layout import Marker, MarkerPaths, parse_marker
 from manifest_committer.markers.server import ALL_PATH, CREATE_PATH, PING_PATH, MarkerServer, ServerState
 from manifest_committer.paths import JobPaths, is_valid_id
 from manifest_committer.protocols.transactional.records import TransactionRecord
-from manifest_committer.protocols.upload.records import PendingRecord
+from manifest_committer.protocols.upload.records import PendingRecord, started_record, started_record_id
 from manifest_committer.retry import RetryPolicy
 from manifest_committer.stages.file_output.journal import FileOutputCommitRecord, PlannedFile
 from manifest_committer.stages.journal import CommitRecord
@@ -524,6 +524,7 @@ IN_UPLOAD_JOBS = [
     DocumentKind.TASK_MANIFEST,
     DocumentKind.SUCCESS_DATA,
     DocumentKind.PENDING_UPLOAD_RECORD,
+    DocumentKind.UPLOAD_STARTED,
     DocumentKind.COMMIT_STARTED,
     DocumentKind.MARKER_SERVER_STATE,
     DocumentKind.HEARTBEAT,
@@ -591,28 +592,35 @@ def test_the_marker_servers_answers_validate(tmp_path: Path) -> None:
     assert schema_errors(DocumentKind.MARKER_CREATE_REQUEST, request) == []
     with MarkerServer(store, paths, retry, batch_interval_ms=1) as server:
         assert server.state is not None
+        secret: str | None = server.secret
         exchanges = [
-            (DocumentKind.MARKER_CREATE_ANSWER, "POST", CREATE_PATH, request, 200),
-            (DocumentKind.MARKER_CREATE_ANSWER, "POST", CREATE_PATH, request, 200),
-            (DocumentKind.MARKER_PING_ANSWER, "GET", PING_PATH, None, 200),
-            (DocumentKind.MARKER_LIST_ANSWER, "GET", ALL_PATH, None, 200),
-            (DocumentKind.MARKER_ERROR_ANSWER, "POST", CREATE_PATH, {"marker": "../x.marker.CREATE"}, 400),
-            (DocumentKind.MARKER_ERROR_ANSWER, "GET", "/v1/markers/nothing", None, 404),
+            (DocumentKind.MARKER_CREATE_ANSWER, "POST", CREATE_PATH, request, secret, 200),
+            (DocumentKind.MARKER_CREATE_ANSWER, "POST", CREATE_PATH, request, secret, 200),
+            (DocumentKind.MARKER_PING_ANSWER, "GET", PING_PATH, None, secret, 200),
+            (DocumentKind.MARKER_LIST_ANSWER, "GET", ALL_PATH, None, secret, 200),
+            (DocumentKind.MARKER_ERROR_ANSWER, "POST", CREATE_PATH, {"marker": "../x.marker.CREATE"}, secret, 400),
+            (DocumentKind.MARKER_ERROR_ANSWER, "GET", "/v1/markers/nothing", None, secret, 404),
+            (DocumentKind.MARKER_ERROR_ANSWER, "POST", CREATE_PATH, request, None, 401),
+            (DocumentKind.MARKER_ERROR_ANSWER, "GET", PING_PATH, None, None, 401),
         ]
-        for kind, method, path, body, expected in exchanges:
-            status, answer = request_json(server.state, method, path, body, timeout=5)
+        for kind, method, path, body, key, expected in exchanges:
+            status, answer = request_json(server.state, method, path, body, timeout=5, secret=key)
             assert status == expected
             assert schema_errors(kind, answer) == [], (method, path)
-        _, listed = request_json(server.state, "GET", ALL_PATH, timeout=5)
+            assert server.secret not in orjson.dumps(answer).decode(), "no answer discloses the secret"
+        _, listed = request_json(server.state, "GET", ALL_PATH, timeout=5, secret=server.secret)
         assert listed == [request["marker"]]
+        _, identity = request_json(server.state, "GET", PING_PATH, timeout=5, secret=server.secret)
         state = orjson.loads(store.read_bytes(paths.server_state))
         assert schema_errors(DocumentKind.MARKER_SERVER_STATE, state) == []
+        assert identity["serverId"] == state["serverId"] and identity["markersDir"] == state["markersDir"]
 
 
 # --- broken documents of every kind fail ---------------------------------------------------------------------
 
 
 TOKEN = "0123456789abcdef0123456789abcdef"
+SERVER_ID = "fedcba9876543210fedcba9876543210"
 PENDING_UPLOAD = PendingUpload("bucket-1", "out/dt=1/a.csv", "upload-1", ('"e1"', '"e2"'), 7, TOKEN)
 """A pending upload of two parts, as a task's writer leaves it."""
 
@@ -631,8 +639,11 @@ def library_document(kind: DocumentKind) -> Document:
             "job-1", {"task_1": "attempt_1_0"}, (PlannedFile("task_1", "dt=1/a.csv", 3),), ("dt=1",)
         ).to_json(),
         DocumentKind.MARKER_SERVER_STATE: lambda: ServerState(
-            "127.0.0.1", 40000, "job-1", "/d/m", 7, 1700000000000, TOKEN
+            "127.0.0.1", 40000, "job-1", "/d/m", 7, 1700000000000, SERVER_ID
         ).to_json(),
+        DocumentKind.UPLOAD_STARTED: lambda: started_record(
+            "job-1", "attempt_1_0", "bucket-1", "out/a.csv", "upload-1"
+        ),
         DocumentKind.ENTRY_CHUNK: lambda: spill_chunks(SPILL_ROWS)[0],
     }
     document: Document = orjson.loads(built[kind]())
@@ -651,7 +662,7 @@ def job_document(kind: DocumentKind, local_documents: dict[DocumentKind | None, 
 BROKEN: dict[DocumentKind, dict[str, Mutation]] = {
     DocumentKind.COMMITTED_RECORD: {
         "no added": lambda d: d.pop("added"),
-        "no removed": lambda d: d.pop("removed"),
+        "removed not a list": lambda d: d.update(removed="old.csv"),
         "added not a list": lambda d: d.update(added="a.csv"),
         "absolute name": lambda d: d["added"].append("/etc/passwd"),
         "parent segment": lambda d: d["added"].append("../other/a.csv"),
@@ -704,11 +715,26 @@ BROKEN: dict[DocumentKind, dict[str, Mutation]] = {
         "no host": lambda d: d.pop("host"),
         "port 0": lambda d: d.update(port=0),
         "port 65536": lambda d: d.update(port=65536),
+        "no port": lambda d: d.pop("port"),
         "port a string": lambda d: d.update(port="40000"),
-        "token short": lambda d: d.update(token="abc"),
+        "host with a space": lambda d: d.update(host="a b"),
+        "host with a line break": lambda d: d.update(host="a\nb"),
+        "serverId short": lambda d: d.update(serverId="abc"),
+        "no jobId": lambda d: d.pop("jobId"),
         "no markersDir": lambda d: d.pop("markersDir"),
-        "no pid": lambda d: d.pop("pid"),
         "startedMs negative": lambda d: d.update(startedMs=-1),
+        "the secret published": lambda d: d.update(secret="ab" * 32),
+        "a token published": lambda d: d.update(token=TOKEN),
+    },
+    DocumentKind.UPLOAD_STARTED: {
+        "other type": lambda d: d.update(type="manifest-committer/pending-upload/1"),
+        "no jobId": lambda d: d.pop("jobId"),
+        "jobId with a slash": lambda d: d.update(jobId="../job"),
+        "no uploadId": lambda d: d.pop("uploadId"),
+        "empty uploadId": lambda d: d.update(uploadId=""),
+        "uploadId not a string": lambda d: d.update(uploadId=7),
+        "key with a trailing slash": lambda d: d.update(key="out/dir/"),
+        "attempt id with '..'": lambda d: d.update(taskAttemptID="a..b"),
     },
     DocumentKind.ENTRY_CHUNK: {
         "three items": lambda d: d.append([]),
@@ -758,9 +784,10 @@ JOB_BROKEN: dict[DocumentKind, tuple[str, dict[str, Mutation]]] = {
             "no timestampMs": lambda d: d.pop("timestampMs"),
             "timestampMs a string": lambda d: d.update(timestampMs="1700000000000"),
             "timestampMs fractional": lambda d: d.update(timestampMs=1.5),
-            "no jobId": lambda d: d.pop("jobId"),
             "jobId absolute": lambda d: d.update(jobId="/x"),
             "pid negative": lambda d: d.update(pid=-1),
+            "expirySeconds 0": lambda d: d.update(expirySeconds=0),
+            "expirySeconds a string": lambda d: d.update(expirySeconds="120"),
         },
     ),
 }
@@ -794,15 +821,18 @@ HTTP_BROKEN: dict[DocumentKind, tuple[Any, dict[str, Mutation]]] = {
         {
             "no error": lambda d: d.pop("error"),
             "error an object": lambda d: d.update(error={"message": "x"}),
+            "the secret in it": lambda d: d.update(secret="ab" * 32),
         },
     ),
     DocumentKind.MARKER_PING_ANSWER: (
-        {"token": TOKEN, "markersDir": "/d/m", "jobId": "job-1"},
+        {"serverId": SERVER_ID, "markersDir": "/d/m", "jobId": "job-1"},
         {
-            "no token": lambda d: d.pop("token"),
-            "token upper case": lambda d: d.update(token=TOKEN.upper()),
+            "no serverId": lambda d: d.pop("serverId"),
+            "serverId upper case": lambda d: d.update(serverId=SERVER_ID.upper()),
             "no markersDir": lambda d: d.pop("markersDir"),
             "jobId with a space": lambda d: d.update(jobId="job 1"),
+            "the secret in it": lambda d: d.update(secret="ab" * 32),
+            "a token in it": lambda d: d.update(token=TOKEN),
         },
     ),
     DocumentKind.MARKER_LIST_ANSWER: (
@@ -858,7 +888,8 @@ def test_spark_storage_options_are_an_object(not_an_object: str) -> None:
 
 
 def test_databricks_committed_records_validate() -> None:
-    """Databricks' own ``_committed_<tid>`` (``reference/spark-transactional-writes.txt``), as its readers see it."""
+    """Databricks' own ``_committed_<tid>`` (docs/formats.md, its section on ``_committed_<tid>`` and tid-bearing
+    names), as its readers see it."""
     tid = "5097121921988240910"
     record = {
         "added": [
@@ -897,6 +928,7 @@ ID_PATTERNS = [
     (DocumentKind.COMMIT_STARTED, ("$defs", "id")),
     (DocumentKind.FILE_OUTPUT_COMMIT_STARTED, ("$defs", "id")),
     (DocumentKind.PENDING_UPLOAD_RECORD, ("$defs", "id")),
+    (DocumentKind.UPLOAD_STARTED, ("$defs", "id")),
     (DocumentKind.MARKER_SERVER_STATE, ("properties", "jobId")),
     (DocumentKind.HEARTBEAT, ("properties", "jobId")),
     (DocumentKind.MARKER_PING_ANSWER, ("properties", "jobId")),
@@ -995,22 +1027,39 @@ def test_the_marker_pattern_is_parse_marker() -> None:
     assert sum(map(marker_admitted, MARKER_SAMPLES)) > 10
 
 
-def test_the_token_patterns_match_the_tokens_made() -> None:
+def test_the_random_id_patterns_match_the_ids_made() -> None:
+    """The marker server's ``serverId`` (which took the place of its ``token``) and an upload's token."""
     for kind, steps in [
-        (DocumentKind.MARKER_SERVER_STATE, ("properties", "token")),
-        (DocumentKind.MARKER_PING_ANSWER, ("properties", "token")),
+        (DocumentKind.MARKER_SERVER_STATE, ("properties", "serverId")),
+        (DocumentKind.MARKER_PING_ANSWER, ("properties", "serverId")),
         (DocumentKind.TASK_MANIFEST, ("$defs", "pendingUpload", "properties", "token")),
     ]:
         assert pattern_at(kind, *steps).search(uuid.uuid4().hex), kind
+        assert pattern_at(kind, *steps).search(uuid.uuid4().hex.upper()) is None, kind
 
 
 def test_shared_definitions_are_the_same_in_every_schema() -> None:
     """The few definitions more than one schema holds (each schema stands alone for other tools) do not drift."""
     ids = {pattern_at(kind, *steps).pattern for kind, steps in ID_PATTERNS}
     assert len(ids) == 1
+    markers = {
+        pattern_at(DocumentKind.MARKER_CREATE_REQUEST, "properties", "marker").pattern,
+        pattern_at(DocumentKind.MARKER_LIST_ANSWER, "items").pattern,
+    }
+    assert len(markers) == 1
+    server_ids = {pattern_at(kind, "properties", "serverId").pattern for kind in SERVER_ID_KINDS}
+    assert len(server_ids) == 1
+    for started, pending in [("bucket", "bucket"), ("key", "destinationKey"), ("uploadId", "uploadId")]:
+        assert (
+            pattern_at(DocumentKind.UPLOAD_STARTED, "properties", started).pattern
+            == pattern_at(DocumentKind.TASK_MANIFEST, "$defs", "pendingUpload", "properties", pending).pattern
+        ), started
     manifest, success = load_schema(MANIFEST_SCHEMA), load_schema(SUCCESS_SCHEMA)
     for name in ("iostatistics", "meanStatistic", "longMap"):
         assert manifest["$defs"][name] == success["$defs"][name], name
+
+
+SERVER_ID_KINDS = (DocumentKind.MARKER_SERVER_STATE, DocumentKind.MARKER_PING_ANSWER)
 
 
 # --- what the schemas accept, the library's readers accept ---------------------------------------------------------
@@ -1055,6 +1104,7 @@ READERS: dict[DocumentKind, Callable[[bytes], object]] = {
     DocumentKind.COMMIT_STARTED: lambda data: CommitRecord.from_json(data, "origin"),
     DocumentKind.FILE_OUTPUT_COMMIT_STARTED: lambda data: FileOutputCommitRecord.from_json(data, "origin"),
     DocumentKind.MARKER_SERVER_STATE: lambda data: ServerState.from_json(data, "origin"),
+    DocumentKind.UPLOAD_STARTED: lambda data: started_record_id(data, "origin", "job-1"),
 }
 """Readers of the records, each taking a document of the job ``job-1`` (and attempt ``attempt_1_0``)."""
 STILL_VALID: dict[str, Mutation] = {
@@ -1074,18 +1124,23 @@ def test_the_readers_accept_every_valid_document(kind: DocumentKind) -> None:
 
 
 LENIENT_READERS = {
-    (DocumentKind.COMMITTED_RECORD, "no removed"),
     (DocumentKind.COMMIT_STARTED, "jobId empty"),
     (DocumentKind.COMMIT_STARTED, "accepted task id with a slash"),
     (DocumentKind.MARKER_SERVER_STATE, "port a string"),
-    (DocumentKind.MARKER_SERVER_STATE, "token short"),
-    (DocumentKind.MARKER_SERVER_STATE, "no pid"),
+    (DocumentKind.MARKER_SERVER_STATE, "serverId short"),
     (DocumentKind.MARKER_SERVER_STATE, "startedMs negative"),
+    (DocumentKind.MARKER_SERVER_STATE, "the secret published"),
+    (DocumentKind.MARKER_SERVER_STATE, "a token published"),
+    (DocumentKind.UPLOAD_STARTED, "key with a trailing slash"),
+    (DocumentKind.UPLOAD_STARTED, "attempt id with '..'"),
 }
-"""Documents a schema refuses but a reader takes: fields only people read (``pid``, ``startedMs``), a missing
-``removed`` (read as empty, as Databricks' readers do), values checked later against what the job knows (a
-``jobId`` or task id that names no job or manifest of this job is an error there; the server's ``token`` must
-match its ping answer); and ``int()`` on the port. The schemas say what the library writes."""
+"""Documents a schema refuses but a reader takes: fields only people read (``startedMs``, a started upload's
+``key`` and ``taskAttemptID``), values checked later against what the job knows (a ``jobId`` or task id that names
+no job or manifest of this job is an error there; the server's ``serverId`` must match its ping answer, or the job
+is not taken for alive); keys the writer never publishes and the reader ignores (the job's secret, the ``token`` of
+earlier versions); and ``int()`` on the port. Fields a reader takes as absent (a commit record's ``removed``, the
+server's ``pid``, ``startedMs`` and ``serverId``) are optional in the schemas. The schemas say what the library
+writes."""
 STRICT_READER_CASES = [
     case
     for case in cases({kind: BROKEN[kind] for kind in READERS}, lambda entry: entry)
