@@ -243,11 +243,11 @@ class WriteJob:
 
 def destination_holds_data(job: WriteJob) -> bool:
     """Whether the destination holds anything but a ``_temporary`` tree (Spark's "path exists")."""
-    store, path = open_destination_store(job.destination, job.storage_options)
+    opened = open_destination_store(job.destination, job.storage_options)
     try:
-        return destination_has_data(store.fs, path)
+        return destination_has_data(opened.store.fs, opened.path)
     finally:
-        store.close()
+        opened.store.close()
 
 
 def begin(job: WriteJob) -> bool:
