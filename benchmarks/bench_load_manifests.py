@@ -37,7 +37,8 @@ def resident_kib() -> int:
 
 
 def prepare(destination: str, files: int, tasks: int, partitions: int) -> None:
-    store, dest = open_store(destination)
+    opened = open_store(destination)
+    store, dest = opened.store, opened.path
     paths = JobPaths(dest, JOB_ID)
     os.makedirs(paths.manifest_dir)
     per_task = files // tasks
@@ -59,7 +60,8 @@ def prepare(destination: str, files: int, tasks: int, partitions: int) -> None:
 
 
 def child(destination: str) -> None:
-    store, dest = open_store(destination)
+    opened = open_store(destination)
+    store, dest = opened.store, opened.path
     context = StageContext(config=CommitterConfig(), store=store, paths=JobPaths(dest, JOB_ID))
     before = resident_kib()
     start = time.perf_counter()

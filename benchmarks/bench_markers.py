@@ -57,7 +57,7 @@ from manifest_committer.markers import MarkerClient, MarkerPaths, MarkerServer, 
 from manifest_committer.markers.address import LOOPBACK
 from manifest_committer.paths import JobPaths
 from manifest_committer.retry import RetryPolicy
-from manifest_committer.store import FaultInjectingStore, StoreOperations, open_store
+from manifest_committer.store import FaultInjectingStore, OpenedStore, StoreOperations, open_store
 
 if TYPE_CHECKING:
     from tests.fixtures.emulators import Emulator
@@ -149,9 +149,9 @@ class Result:
     calls: dict[str, int] = field(default_factory=dict)
 
 
-def _store(destination: str, latency: float, storage_options: dict[str, Any]) -> tuple[FaultInjectingStore, str]:
-    inner, path = open_store(destination, storage_options)
-    return FaultInjectingStore(inner, latency=latency), path
+def _store(destination: str, latency: float, storage_options: dict[str, Any]) -> OpenedStore[FaultInjectingStore]:
+    opened = open_store(destination, storage_options)
+    return OpenedStore(FaultInjectingStore(opened.store, latency=latency), opened.path)
 
 
 def _retry(store: StoreOperations) -> RetryPolicy:
@@ -171,7 +171,8 @@ def _writer_process(
     everyone: StartBarrier,
 ) -> tuple[list[float], dict[str, int], int, float, float]:
     """Run ``threads`` writers in this process; returns latencies, store calls, fallbacks, first start, last end."""
-    store, path = _store(destination, latency, storage_options)
+    opened = _store(destination, latency, storage_options)
+    store, path = opened.store, opened.path
     store.inner.info(path)  # connect (and, on a cloud store, build the client) before the clock starts
     paths = MarkerPaths(JobPaths(path, job_id, 0))
     client = MarkerClient(store, paths, _retry(store), marker_type=MarkerType(marker_type))
@@ -235,7 +236,8 @@ def _measure(
     server_host: str = LOOPBACK,
 ) -> Result:
     job_id = "bench_markers"
-    store, path = _store(destination, case.latency, storage_options)
+    opened = _store(destination, case.latency, storage_options)
+    store, path = opened.store, opened.path
     paths = MarkerPaths(JobPaths(path, job_id, 0))
     server = None
     if case.marker_type == "batched":

@@ -48,7 +48,7 @@ def _write_pending(store: S3Store, path: str, data: bytes) -> PendingUpload:
 
 def measure_upload(moto: Emulator, files: int, threads: int, data: bytes) -> float:
     with fresh_root(moto, "bench-upload") as bucket:
-        store, _ = open_s3_store(f"s3://{bucket}/out")
+        store = open_s3_store(f"s3://{bucket}/out").store
         _, pending = _parallel(threads, lambda i: _write_pending(store, f"{bucket}/out/f-{i:05d}", data), range(files))
         seconds, _ = _parallel(threads, store.complete_upload, pending)
         assert len(store.fs.find(f"{bucket}/out")) == files
@@ -58,7 +58,7 @@ def measure_upload(moto: Emulator, files: int, threads: int, data: bytes) -> flo
 
 def measure_copy_delete(moto: Emulator, files: int, threads: int, data: bytes) -> float:
     with fresh_root(moto, "bench-copy") as bucket:
-        store, _ = open_s3_store(f"s3://{bucket}/out")
+        store = open_s3_store(f"s3://{bucket}/out").store
         fs = store.data_fs
         names = [f"f-{i:05d}" for i in range(files)]
         _parallel(threads, lambda name: fs.pipe_file(f"{bucket}/staging/{name}", data), names)

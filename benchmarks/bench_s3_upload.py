@@ -172,7 +172,7 @@ def measure_upload_job(
             calls = dict(wrapper.calls)
         finally:
             committer.close()
-        store, _ = open_s3_store(url, moto.storage_options)
+        store = open_s3_store(url, moto.storage_options).store
         visible = [path for path in store.fs.find(f"{bucket}/out") if "/_" not in path.split("out", 1)[1]]
         if not success.success or len(visible) != files or store.list_uploads(f"{bucket}/"):
             raise RuntimeError(f"{url}: the job did not commit exactly {files} files and no pending upload")
@@ -205,7 +205,7 @@ def measure_upload_job(
 def measure_copy_delete(moto: Emulator, files: int, threads: int, data: bytes, *, latency: float) -> float:
     """Seconds to copy then delete every staged file, ``latency`` slept before each of the two calls."""
     with fresh_root(moto, "bench-copy-job") as bucket:
-        store, _ = open_s3_store(f"s3://{bucket}/out", moto.storage_options)
+        store = open_s3_store(f"s3://{bucket}/out", moto.storage_options).store
         fs = store.data_fs
         names = [_name(index) for index in range(files)]
         _parallel(threads, lambda name: fs.pipe_file(f"{bucket}/staging/{name}", data), names)

@@ -30,7 +30,7 @@ from .protocols.registry import PROTOCOLS, Committer, create_committer
 from .protocols.transactional.committer import TransactionalCommitter
 from .protocols.transactional.readers import committed_files, vacuum
 from .protocols.upload.committer import UploadCommitter
-from .store.bindings import StoreBinding
+from .store.bindings import OpenedStore, StoreBinding
 from .store.generic import fsspec_store_binding
 from .store.operations import StoreCapabilities
 from .store.registry import register_store_binding
@@ -56,6 +56,7 @@ __all__ = [
     "MarkerServerError",
     "MarkerType",
     "MeanStatistic",
+    "OpenedStore",
     "OutputConflictError",
     "OutputValidationError",
     "ProtocolName",

@@ -318,11 +318,11 @@ def _operate(args: argparse.Namespace, options: dict[str, Any]) -> str:
     _log_warnings_on_one_line()
     config = CommitterConfig.from_hadoop_conf(_pairs("--conf", args.conf))
     if args.command == "status":
-        store, dest = open_destination_store(args.destination, options)
+        opened = open_destination_store(args.destination, options)
         try:
-            status = inspect_destination(store, dest, config, count_data_files=not args.no_file_count)
+            status = inspect_destination(opened.store, opened.path, config, count_data_files=not args.no_file_count)
         finally:
-            store.close()
+            opened.store.close()
         if args.json:
             return orjson.dumps(status.to_dict(), option=orjson.OPT_INDENT_2).decode()
         return format_status(status)

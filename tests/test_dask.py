@@ -138,7 +138,8 @@ def test_batched_markers_go_through_the_drivers_marker_server(client: Client, tm
     assert read_rows(url, COLUMNS) == ROWS
     (job_dir,) = (tmp_path / "out" / "_temporary").iterdir()
     markers = job_dir / "00" / "markers"
-    store, root = open_store(url)
+    opened = open_store(url)
+    store, root = opened.store, opened.path
     found = read_markers(store, MarkerPaths(JobPaths(root, job_dir.name, 0)), store_retry_policy(store))
     assert found.batched and found.direct_count == 0 and len(found.markers) == len(data_files(url))
     server = orjson.loads((markers / "server.json").read_bytes())

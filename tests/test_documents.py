@@ -153,7 +153,8 @@ def test_a_valid_job_leaves_nothing_to_report(tmp_path: Path) -> None:
 def test_documents_a_test_writes_are_its_own(tmp_path: Path) -> None:
     """Broken documents written on purpose, through the store, a stage's gate or the file system, are not checked,
     where they are written nor after the test."""
-    store, dest = open_destination_store(str(tmp_path / "out"))
+    opened = open_destination_store(str(tmp_path / "out"))
+    store, dest = opened.store, opened.path
     store.write_bytes(dest + "/_SUCCESS", b"not json")
     store.write_bytes(JobPaths(dest, "job-1").commit_started_path, b'{"type": 1}')
     (tmp_path / "out" / "_committed_12").write_bytes(b"[]")
@@ -184,7 +185,8 @@ def test_documents_other_processes_write_are_checked(
 def test_the_marker_servers_answers_are_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caused_on_purpose: None
 ) -> None:
-    store, dest = open_destination_store(str(tmp_path / "out"))
+    opened = open_destination_store(str(tmp_path / "out"))
+    store, dest = opened.store, opened.path
     retry = RetryPolicy(attempts=1, initial_wait=0, is_retryable=lambda error: False)
     monkeypatch.setattr(MarkerServer, "identity", lambda server: {"serverId": 7})
     with MarkerServer(store, MarkerPaths(JobPaths(dest, "job-1")), retry) as server:

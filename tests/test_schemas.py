@@ -469,7 +469,8 @@ def local_documents(tmp_path_factory: pytest.TempPathFactory) -> dict[DocumentKi
     for markers in ("batched", "direct"):
         run_protocol(str(root / f"transactional-{markers}"), "transactional", written, markers_type=markers)
     written += [(str(path), path.read_bytes()) for path in sorted(reports.iterdir())]
-    store, dest = open_destination_store(str(root / "beats"))
+    opened = open_destination_store(str(root / "beats"))
+    store, dest = opened.store, opened.path
     paths = MarkerPaths(JobPaths(dest, "job-schemas-3"))
     retry = RetryPolicy(attempts=1, initial_wait=0, is_retryable=lambda error: False)
     Heartbeat(RecordingStore(store, written), paths, retry, path=paths.task_heartbeat("attempt_00000_0")).beat()
@@ -585,7 +586,8 @@ def test_every_json_the_library_writes_is_a_document_with_a_schema(
 
 
 def test_the_marker_servers_answers_validate(tmp_path: Path) -> None:
-    store, dest = open_destination_store(str(tmp_path / "out"))
+    opened = open_destination_store(str(tmp_path / "out"))
+    store, dest = opened.store, opened.path
     paths = MarkerPaths(JobPaths(dest, "job-schemas"))
     retry = RetryPolicy(attempts=1, initial_wait=0, is_retryable=lambda error: False)
     request = {"marker": Marker("dt=1/part-0.csv").name}

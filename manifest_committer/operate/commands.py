@@ -62,7 +62,8 @@ def _find_attempt(request: JobRequest) -> _Found:
     whose state is gone is found only when the destination shows it committed (its ``_SUCCESS`` or its
     ``_committed_<tid>``)."""
     check_id("job id", request.job_id)
-    store, root = open_destination_store(request.destination, request.storage_options)
+    opened = open_destination_store(request.destination, request.storage_options)
+    store, root = opened.store, opened.path
     try:
         status = inspect_destination(store, root, request.config, count_data_files=False)
         committed_record = store.info(TransactionPaths(JobPaths(root, request.job_id)).committed) is not None

@@ -67,7 +67,8 @@ def rollback(
     ``dry_run``, what would be, each job's files and uploads from its committer's ``plan_abort``, the same stage
     as its abort: nothing changes). A job that could not be judged or undone is in the list with its ``error``."""
     config = config or CommitterConfig()
-    store, root = open_destination_store(url, storage_options)
+    opened = open_destination_store(url, storage_options)
+    store, root = opened.store, opened.path
     results: list[RolledBack] = []
     candidates: list[_Candidate] = []
     try:

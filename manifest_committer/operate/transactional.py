@@ -45,7 +45,8 @@ class DestinationRequest:
 def _destination_url(request: DestinationRequest, job_id: str | None = None) -> tuple[str, str | None]:
     """The destination's URL, and the URL of ``job_id``'s ``_committed_<tid>`` when it is in place; a
     ``CommitterError`` if the destination is not there (a typo must not read as "nothing to do")."""
-    store, root = open_destination_store(request.destination, request.storage_options)
+    opened = open_destination_store(request.destination, request.storage_options)
+    store, root = opened.store, opened.path
     try:
         url = store.to_url(root)
         if store.info(root) is None:

@@ -35,7 +35,7 @@ from ..paths import JobPaths, check_id
 from ..retry import RetryPolicy
 from ..stages.base import Stage, StageContext
 from ..statistic_names import COMMITTER_WORKER_PROCESS_START, JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
-from ..store import StoreOperations, open_store, store_bindings
+from ..store import OpenedStore, StoreOperations, open_store, store_bindings
 from ..store.rate_limit import RateLimitedStore, TokenBucket
 from ..store.workers import WorkerDispatchStore, WorkerPool, WorkerSetup
 from ..store.workers.setup import effective_storage_options
@@ -171,11 +171,11 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         self.storage_options = dict(storage_options or {})
         self.destination = destination
         self.job_id_source = job_id_source
-        store, dest_path = self._open_store(destination, self.storage_options)
+        opened = self._open_store(destination, self.storage_options)
         # A wrapper sees every store call of every stage: the way tests inject faults and latency.
-        self._store = store_wrapper(store) if store_wrapper is not None else store
+        self._store = store_wrapper(opened.store) if store_wrapper is not None else opened.store
         self._store_wrapper = store_wrapper
-        self.paths = JobPaths(dest_path, job_id, job_attempt)
+        self.paths = JobPaths(opened.path, job_id, job_attempt)
         self._job_stats = StatisticsStore()
         self._background = BackgroundWork()
         self._rate_limit: TokenBucket | None = None
@@ -191,7 +191,7 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         return None
 
     @classmethod
-    def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
+    def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> OpenedStore:
         """The store and path of the destination: ``open_store``, which refuses S3; the ``upload`` protocol
         opens S3 through its own door."""
         return open_store(destination, storage_options)
@@ -573,7 +573,8 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
             return
         report.diagnostics[MANIFEST_PREFIX + "io.threads"] = str(self.config.io_threads)
         try:
-            store, root = open_store(directory, self.storage_options)
+            opened = open_store(directory, self.storage_options)
+            store, root = opened.store, opened.path
         except Exception as error:
             log.warning("Could not save the summary report of job %s to %s: %s", self.job_id, directory, error)
             return

@@ -159,16 +159,16 @@ def _writer_options(
 def _read_summary(url: str, storage: Mapping[str, Any], job_id: str) -> SuccessData | None:
     """The successful summary of job ``job_id`` in the file ``url``, or ``None`` if it is not there."""
     try:
-        store, path = open_destination_store(url, dict(storage))
+        opened = open_destination_store(url, dict(storage))
     except CommitterError as error:
         log.warning("Cannot open %s to read the summary of job %s: %s", url, job_id, error)
         return None
     try:
-        data = store.read_bytes(path)
+        data = opened.store.read_bytes(opened.path)
     except FileNotFoundError:
         return None
     finally:
-        store.close()
+        opened.store.close()
     try:
         summary = SuccessData.from_json(data, url)
     except ManifestError as error:
@@ -234,11 +234,13 @@ def write(
         {**writer_options, "path": url}, overwrite=save_mode is SaveMode.OVERWRITE, session_conf=None
     )
     check_columns(settings, df.columns)
-    store, path = open_destination_store(url, storage)
+    opened = open_destination_store(url, storage)
     try:
-        holds_data = save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_has_data(store.fs, path)
+        holds_data = save_mode in (SaveMode.ERROR_IF_EXISTS, SaveMode.IGNORE) and destination_has_data(
+            opened.store.fs, opened.path
+        )
     finally:
-        store.close()
+        opened.store.close()
     if holds_data:
         if save_mode is SaveMode.IGNORE:
             return None

@@ -8,7 +8,7 @@ built-in ones, the entry point group ``manifest_committer.stores`` and ``registe
 from __future__ import annotations
 
 from .azure import is_transient_azure
-from .bindings import StoreBinding
+from .bindings import OpenedStore, StoreBinding
 from .factory import open_destination_store, open_store
 from .faults import (
     Fault,
@@ -43,6 +43,7 @@ __all__ = [
     "FileStatus",
     "FsspecStore",
     "LinkInPathError",
+    "OpenedStore",
     "RateLimitedStore",
     "RenameHint",
     "StoreBinding",

@@ -44,7 +44,7 @@ from fsspec.asyn import sync
 from ..errors import ConfigError, SourceChangedError
 from ..urls import decode_path, encode_path, split_url
 from .azure_direct import DirectBlobRequests, service_error
-from .bindings import StoreBinding, cloud_filesystems, scheme_of
+from .bindings import OpenedStore, StoreBinding, cloud_filesystems, scheme_of
 from .operations import (
     AUTH_STATUS_CODES,
     COPY_THEN_DELETE_OBJECT_STORE,
@@ -681,14 +681,14 @@ class AzureBlobStore(FsspecStore):
             raise self._source_changed(source, dest) from error
 
 
-def open_azure_store(url: str, storage_options: dict[str, Any]) -> tuple[AzureBlobStore, str]:
+def open_azure_store(url: str, storage_options: dict[str, Any]) -> OpenedStore[AzureBlobStore]:
     """The Azure store and the ``container/path`` of an ``abfs[s]://`` or ``az://`` URL, through adlfs."""
     try:
         fs, data_fs, path = cloud_filesystems(url, storage_options)
     except ValueError as error:  # adlfs: no account or credentials to build a client with
         raise missing_credentials_error(url, error) from error
     fs = without_environment_lookups(without_client_retries(fs))
-    return AzureBlobStore(fs, scheme_of(url), data_fs, destination=url), path
+    return OpenedStore(AzureBlobStore(fs, scheme_of(url), data_fs, destination=url), path)
 
 
 AZURE_BINDING = StoreBinding(

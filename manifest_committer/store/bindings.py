@@ -1,9 +1,10 @@
 """Store bindings: what opens a store for a URL scheme, and what that store guarantees.
 
-A ``StoreBinding`` names the URL schemes it serves, opens a store for a URL (``opener``) and declares the store's
-guarantees (``StoreCapabilities``). The committer finds bindings in ``store/registry.py`` (the built-in ones, the
-entry point group ``manifest_committer.stores`` and ``register_store_binding`` at run time) and looks at schemes
-nowhere else: a protocol asks a binding's capabilities, never its name.
+A ``StoreBinding`` names the URL schemes it serves, opens a store for a URL (``opener``, which returns an
+``OpenedStore``: the store and the URL's path in it) and declares the store's guarantees (``StoreCapabilities``).
+The committer finds bindings in ``store/registry.py`` (the built-in ones, the entry point group
+``manifest_committer.stores`` and ``register_store_binding`` at run time) and looks at schemes nowhere else: a
+protocol asks a binding's capabilities, never its name.
 """
 
 from __future__ import annotations
@@ -12,15 +13,34 @@ import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic
 
 import fsspec
+from typing_extensions import TypeVar
 
 from ..errors import ConfigError, UnsupportedStoreError
 from .operations import StoreCapabilities, StoreOperations
 
-Opener = Callable[[str, dict[str, Any]], tuple[StoreOperations, str]]
-"""``(url, storage_options) -> (store, path)``: the store for a URL and the URL's path in that store."""
+StoreT_co = TypeVar("StoreT_co", bound=StoreOperations, covariant=True, default=StoreOperations)
+"""The kind of store an ``OpenedStore`` holds: ``OpenedStore[S3Store]`` from the S3 opener, any store unsaid."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedStore(Generic[StoreT_co]):
+    """A destination's store, opened, and the destination's path as that store names it.
+
+    What a binding's ``opener`` returns, and what ``open_store``, ``open_destination_store`` and
+    ``StoreBinding.open`` give.
+    """
+
+    store: StoreT_co
+    """The store operations for the URL's store, with exactly its binding's capabilities."""
+    path: str
+    """The URL's path in ``store`` (``/bucket/table``, ``container/table``), without a trailing ``/``."""
+
+
+Opener = Callable[[str, dict[str, Any]], OpenedStore]
+"""``(url, storage_options) -> OpenedStore(store, path)``: the store for a URL and the URL's path in that store."""
 
 RENAME_GUARANTEES = (
     ("rename_never_overwrites", "a rename that never overwrites"),
@@ -58,8 +78,8 @@ class StoreBinding:
     """The URL schemes it serves, lower case; ``file`` serves plain paths too."""
     opener: Opener | None = None
     """Opens the store for a URL: called with the URL and a copy of the storage options (its own to change);
-    returns a store with exactly ``capabilities`` and the URL's path in it, without a trailing ``/``. ``None``
-    for a store the committer refuses (``refusal`` says why)."""
+    returns an ``OpenedStore``: a store with exactly ``capabilities`` and the URL's path in it, without a trailing
+    ``/``. ``None`` for a store the committer refuses (``refusal`` says why)."""
     capabilities: StoreCapabilities | None = None
     """What the store guarantees; required with an ``opener``."""
     backend_module: str | None = None
@@ -122,13 +142,21 @@ class StoreBinding:
             "only if the store's rename_file keeps that promise across processes (docs/stores.md)"
         )
 
-    def open(self, url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
+    def open(self, url: str, storage_options: dict[str, Any] | None = None) -> OpenedStore:
         """The store and path for ``url``, once its backend is found installed; ``UnsupportedStoreError`` for a
-        refused store or a missing backend, before any connection is made."""
+        refused store or a missing backend, before any connection is made; ``ConfigError`` naming the binding
+        when its opener returns anything but an ``OpenedStore``."""
         if self.opener is None:
             raise UnsupportedStoreError(f"{url}: {self.refusal}")
         self._require_backend(url)
-        return self.opener(url, dict(storage_options or {}))
+        opened = self.opener(url, dict(storage_options or {}))
+        if not isinstance(opened, OpenedStore):
+            raise ConfigError(
+                f"{url}: store binding {self.name!r}: its opener {_qualified_name(self.opener)} returned a "
+                f"{type(opened).__name__}, not an OpenedStore: return manifest_committer.OpenedStore(store, path), "
+                "the store and the URL's path in it (docs/stores.md)"
+            )
+        return opened
 
     def describe(self) -> str:
         """One line for lists of stores: ``azure (abfs://, az://; pip install 'manifest-committer[azure]')``."""
@@ -161,6 +189,13 @@ class StoreBinding:
                 extra = self.backend_requirement[len(_THIS_DISTRIBUTION) - 1 :]
                 install += f" (or pip install '.{extra}' in a clone of the repository)"
         raise UnsupportedStoreError(f"{url}: the {self.name} store needs {module}, which is not installed{install}")
+
+
+def _qualified_name(function: Callable[..., Any]) -> str:
+    """``my_package.stores.open_scratch`` for a function; its ``repr`` for anything else callable."""
+    module = getattr(function, "__module__", None)
+    name = getattr(function, "__qualname__", None)
+    return f"{module}.{name}" if module and name else repr(function)
 
 
 def scheme_of(url: str) -> str:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .operations import StoreOperations
+from .bindings import OpenedStore
 from .registry import store_bindings
 
 
-def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
-    """The store operations and the store path for a plain path or URL of a store with a safe rename.
+def open_store(url: str, storage_options: dict[str, Any] | None = None) -> OpenedStore:
+    """The store and its path for a plain path or URL (an ``OpenedStore``), on a store with a safe rename.
 
     ``UnsupportedStoreError``, before any connection is made, for a scheme without a binding (saying what a
     binding provides), a store whose rename may overwrite or not say whether it happened (S3: its reason), a
@@ -25,6 +25,6 @@ def open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     return binding.open(url, storage_options)
 
 
-def open_destination_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
+def open_destination_store(url: str, storage_options: dict[str, Any] | None = None) -> OpenedStore:
     """``open_store`` whatever the store's rename: S3 opens through its binding too."""
     return store_bindings().binding_for(url).open(url, storage_options)

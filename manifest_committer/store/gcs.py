@@ -42,7 +42,7 @@ os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")  # before gc
 from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
-from .bindings import StoreBinding, cloud_filesystems, scheme_of
+from .bindings import OpenedStore, StoreBinding, cloud_filesystems, scheme_of
 from .operations import (
     AUTH_STATUS_CODES,
     COPY_THEN_DELETE_OBJECT_STORE,
@@ -321,10 +321,10 @@ class GCSStore(FsspecStore):
             log.debug("Rename source %s/%s was already deleted", bucket, key)
 
 
-def open_gcs_store(url: str, storage_options: dict[str, Any]) -> tuple[GCSStore, str]:
+def open_gcs_store(url: str, storage_options: dict[str, Any]) -> OpenedStore[GCSStore]:
     """The GCS store and the ``bucket/path`` of a ``gs://`` or ``gcs://`` URL, through gcsfs."""
     fs, data_fs, path = cloud_filesystems(url, storage_options)
-    return GCSStore(without_client_retries(fs), scheme_of(url), data_fs), path
+    return OpenedStore(GCSStore(without_client_retries(fs), scheme_of(url), data_fs), path)
 
 
 GCS_BINDING = StoreBinding(

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..urls import decode_path, split_url
-from .bindings import StoreBinding
+from .bindings import OpenedStore, StoreBinding
 from .operations import FsspecStore, StoreCapabilities
 
 
@@ -57,11 +57,11 @@ def fsspec_store_binding(
     protocols = filesystem.protocol
     served = tuple(schemes) if schemes is not None else ((protocols,) if isinstance(protocols, str) else protocols)
 
-    def open_store(url: str, storage_options: dict[str, Any]) -> tuple[DeclaredFsspecStore, str]:
+    def open_store(url: str, storage_options: dict[str, Any]) -> OpenedStore[DeclaredFsspecStore]:
         fs = filesystem(**storage_options)
         scheme, authority, path = split_url(url)
         root = str(fs._strip_protocol(f"{authority}{path}")).rstrip("/") or "/"
-        return store(fs, scheme or served[0], capabilities, served), root
+        return OpenedStore(store(fs, scheme or served[0], capabilities, served), root)
 
     return StoreBinding(
         name=name or (served[0] if served else str(filesystem.__name__)),

@@ -14,7 +14,7 @@ from typing import Any
 import fsspec
 
 from ..urls import decode_path, encode_path, split_url
-from .bindings import StoreBinding
+from .bindings import OpenedStore, StoreBinding
 from .operations import FileStatus, FsspecStore, LinkInPathError, StoreCapabilities
 
 _AT_FDCWD = -100
@@ -294,10 +294,10 @@ class LocalStore(FsspecStore):
         shutil.copyfile(source, dest)
 
 
-def open_local_store(url: str, storage_options: dict[str, Any]) -> tuple[LocalStore, str]:
+def open_local_store(url: str, storage_options: dict[str, Any]) -> OpenedStore[LocalStore]:
     """The local store and the absolute path of a plain path or ``file://``/``local://`` URL."""
     _, path = fsspec.core.url_to_fs(url, **storage_options)  # fsspec's rules: relative paths, file:/x, local://
-    return LocalStore(fsspec.filesystem("file", auto_mkdir=True)), path.rstrip("/") or "/"
+    return OpenedStore(LocalStore(fsspec.filesystem("file", auto_mkdir=True)), path.rstrip("/") or "/")
 
 
 LOCAL_BINDING = StoreBinding(

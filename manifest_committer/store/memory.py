@@ -6,7 +6,7 @@ from typing import Any
 
 import fsspec
 
-from .bindings import StoreBinding
+from .bindings import OpenedStore, StoreBinding
 from .operations import FsspecStore, StoreCapabilities
 
 
@@ -31,10 +31,10 @@ class MemoryStore(FsspecStore):
         return path if path.startswith("/") else "/" + path
 
 
-def open_memory_store(url: str, storage_options: dict[str, Any]) -> tuple[MemoryStore, str]:
+def open_memory_store(url: str, storage_options: dict[str, Any]) -> OpenedStore[MemoryStore]:
     """fsspec's in-memory filesystem of this process, and the path of a ``memory://`` URL."""
     fs, path = fsspec.core.url_to_fs(url, **storage_options)
-    return MemoryStore(fs), path.rstrip("/") or "/"
+    return OpenedStore(MemoryStore(fs), path.rstrip("/") or "/")
 
 
 MEMORY_BINDING = StoreBinding(

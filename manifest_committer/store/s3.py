@@ -38,7 +38,7 @@ from fsspec.asyn import sync
 from ..errors import UnsupportedStoreError, UploadOutcomeUnknownError
 from ..urls import decode_path, split_url
 from . import s3_direct
-from .bindings import StoreBinding, cloud_filesystems
+from .bindings import OpenedStore, StoreBinding, cloud_filesystems
 from .operations import AUTH_STATUS_CODES, FsspecStore, StoreCapabilities
 from .pending_upload import TOKEN_METADATA_KEY, PendingUpload
 from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, is_transient_generic
@@ -522,7 +522,7 @@ class S3Store(FsspecStore):
             markers = {name: str(value) for name, value in next_markers.items() if value}
 
 
-def open_s3_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[S3Store, str]:
+def open_s3_store(url: str, storage_options: dict[str, Any] | None = None) -> OpenedStore[S3Store]:
     """The S3 store and the ``bucket/path`` of an ``s3://`` or ``s3a://`` URL, for the ``upload`` protocol.
 
     ``factory.open_store`` refuses S3 (the manifest protocol needs a rename); ``S3_BINDING`` opens it for the
@@ -532,7 +532,7 @@ def open_s3_store(url: str, storage_options: dict[str, Any] | None = None) -> tu
     if scheme not in S3_SCHEMES:
         raise ValueError(f"{url} is not an s3:// URL")
     fs, data_fs, path = cloud_filesystems(url, dict(storage_options or {}))
-    return S3Store(without_client_retries(fs), scheme, data_fs), path
+    return OpenedStore(S3Store(without_client_retries(fs), scheme, data_fs), path)
 
 
 S3_REFUSAL = (

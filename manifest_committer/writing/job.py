@@ -18,7 +18,8 @@ stay in ``_temporary`` and go with it.
 Write markers (transactional, upload) are direct unless the options ask for ``batched`` and the framework's driver
 outlives its tasks (Ray, Dask: ``driver_address``): then the committer that ``begin`` sets the job up with stays
 open in the driver, hosting the marker server on the driver's address, until ``commit_write`` or ``abort_write``
-(or ``release_driver``) ends it.
+(or ``release_driver``) ends it. The job itself holds it (``DriverSlot``), in the driver's copy only: a copy that
+travels to a task or a worker by pickle holds none, and a commit there sets up a committer of its own.
 """
 
 from __future__ import annotations
@@ -91,6 +92,31 @@ def int_option(options: Mapping[str, str], key: str, name: str, default: int, mi
     return value
 
 
+class DriverSlot:
+    """Where the driver keeps the committer that set a job up and hosts its marker server, until the job ends.
+
+    A pickled slot arrives empty: the committer (its server thread, its sockets) stays in the driver's process,
+    and a commit elsewhere builds its own.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._committer: CommitterBase | None = None
+
+    def keep(self, committer: CommitterBase) -> None:
+        with self._lock:
+            self._committer = committer
+
+    def take(self) -> CommitterBase | None:
+        """The kept committer, now the caller's to close; ``None`` if none was kept (or it was taken)."""
+        with self._lock:
+            committer, self._committer = self._committer, None
+        return committer
+
+    def __reduce__(self) -> tuple[type[DriverSlot], tuple[()]]:
+        return (DriverSlot, ())
+
+
 @dataclass(frozen=True)
 class WriteJob:
     """Everything about one write that the driver decides and every task needs; picklable."""
@@ -114,6 +140,8 @@ class WriteJob:
     """Resolved on the driver (never ``auto``), so every task uses the same protocol."""
     driver_hosts_markers: bool = False
     """The driver keeps the committer that set the job up, with its marker server, until the job ends."""
+    driver: DriverSlot = field(default_factory=DriverSlot, compare=False, repr=False)
+    """That committer, in the driver's copy of the job."""
 
     @classmethod
     def create(
@@ -215,11 +243,11 @@ class WriteJob:
 
 def destination_holds_data(job: WriteJob) -> bool:
     """Whether the destination holds anything but a ``_temporary`` tree (Spark's "path exists")."""
-    store, path = open_destination_store(job.destination, job.storage_options)
+    opened = open_destination_store(job.destination, job.storage_options)
     try:
-        return destination_has_data(store.fs, path)
+        return destination_has_data(opened.store.fs, opened.path)
     finally:
-        store.close()
+        opened.store.close()
 
 
 def begin(job: WriteJob) -> bool:
@@ -240,30 +268,22 @@ def begin(job: WriteJob) -> bool:
         committer.close()
         raise
     if job.driver_hosts_markers:
-        with _DRIVERS_LOCK:
-            _DRIVERS[job.job_id] = committer  # its marker server serves the tasks until the job ends
+        job.driver.keep(committer)  # its marker server serves the tasks until the job ends
     else:
         committer.close()
     log.info("Set up job %s writing %s into %s", job.job_id, job.output_format.name, job.destination)
     return True
 
 
-_DRIVERS: dict[str, CommitterBase] = {}
-"""Job id -> the committer that set the job up in this process (the driver) and hosts its marker server."""
-_DRIVERS_LOCK = threading.Lock()
-
-
 def _driver_committer(job: WriteJob) -> CommitterBase:
     """The committer of the job's driver side: the one ``begin`` kept (taken: the caller closes it), else new."""
-    with _DRIVERS_LOCK:
-        kept = _DRIVERS.pop(job.job_id, None)
+    kept = job.driver.take()
     return kept if kept is not None else job.committer()
 
 
 def release_driver(job: WriteJob) -> None:
     """Close the committer ``begin`` kept for the job, if it is still open (its job commit ran elsewhere)."""
-    with _DRIVERS_LOCK:
-        kept = _DRIVERS.pop(job.job_id, None)
+    kept = job.driver.take()
     if kept is not None:
         kept.close()
 

@@ -173,8 +173,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         try:
             dest_scheme = self.to_url(self.paths.dest).split(":", 1)[0]
             same_store = (fsspec.core.split_protocol(directory)[0] or "file") == dest_scheme
-            target_store, target_root = open_store(directory, self.context.storage_options if same_store else None)
-            target = posixpath.join(target_root, self.paths.job_id)
+            opened = open_store(directory, self.context.storage_options if same_store else None)
+            target_store = opened.store
+            target = posixpath.join(opened.path, self.paths.job_id)
             manifests = [s.path for s in self.list_dir(self.paths.manifest_dir) if not s.is_dir]
 
             def copy(path: str) -> None:

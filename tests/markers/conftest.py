@@ -36,7 +36,8 @@ def fast_retry(store: StoreOperations, attempts: int = 3) -> RetryPolicy:
 
 
 def marker_job(destination: str, job_id: str = JOB_ID) -> MarkerJob:
-    store, dest = open_store(destination)
+    opened = open_store(destination)
+    store, dest = opened.store, opened.path
     return MarkerJob(store, MarkerPaths(JobPaths(dest, job_id, 0)), fast_retry(store))
 
 

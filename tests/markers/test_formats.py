@@ -96,7 +96,8 @@ def test_the_marker_servers_answers_match_their_schemas(tmp_path: Path) -> None:
     from manifest_committer.retry import RetryPolicy
     from manifest_committer.store import open_store
 
-    store, root = open_store(str(tmp_path / "out"))
+    opened = open_store(str(tmp_path / "out"))
+    store, root = opened.store, opened.path
     retry = RetryPolicy(attempts=2, initial_wait=0.001, is_retryable=store.is_transient)
     with MarkerServer(store, MarkerPaths(JobPaths(root, "job-1", 0)), retry, batch_interval_ms=5) as server:
         assert server.state is not None

@@ -59,7 +59,8 @@ print(answer.status, answer.read().decode())
 
 def markers_of(dest: str) -> tuple[int, int, int]:
     """(markers, of which direct, MARKERS<i> files) of the job."""
-    store, root = open_store(dest)
+    opened = open_store(dest)
+    store, root = opened.store, opened.path
     found = read_markers(store, MarkerPaths(JobPaths(root, JOB, 0)), store_retry_policy(store))
     return len(found.markers), found.direct_count, len(found.batched_files)
 

@@ -412,7 +412,8 @@ def test_status_shows_markers_and_whether_their_server_answers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     dest = destination(tmp_path)
-    store, dest_path = open_store(dest)
+    opened = open_store(dest)
+    store, dest_path = opened.store, opened.path
     paths = MarkerPaths(JobPaths(dest_path, "job-m"))
     retry = RetryPolicy(attempts=1, initial_wait=0.0, is_retryable=store.is_transient)
     DirectMarkers(store, paths, retry).create("d/direct.csv")

@@ -37,7 +37,7 @@ def _emulator(request: pytest.FixtureRequest, url: str) -> Emulator:
 def _read_back(emulator: Emulator, url: str) -> list[tuple[Any, ...]]:
     """Every row under ``url``, its ``country`` column taken from the Hive-style partition directories."""
     fs = emulator.filesystem()
-    root = open_store(url)[1]
+    root = open_store(url).path
     dataset = ds.dataset(
         root, filesystem=fs, format="parquet", partitioning="hive", exclude_invalid_files=False,
         ignore_prefixes=["_", "."],
@@ -49,7 +49,7 @@ def _read_back(emulator: Emulator, url: str) -> list[tuple[Any, ...]]:
 
 def _job_state(emulator: Emulator, url: str) -> list[str]:
     fs = emulator.filesystem()
-    temporary = f"{open_store(url)[1]}/_temporary"
+    temporary = f"{open_store(url).path}/_temporary"
     return list(fs.find(temporary)) if fs.exists(temporary) else []
 
 
@@ -74,7 +74,8 @@ def test_partitioned_append_then_overwrite_through_the_format(
     save(ROWS[:20], "append")
     save(ROWS[20:], "append")
     assert _read_back(emulator, cloud_destination) == sorted(ROWS)
-    store, root = open_store(cloud_destination)
+    opened = open_store(cloud_destination)
+    store, root = opened.store, opened.path
     partitions = {entry.path.rsplit("/", 1)[-1] for entry in store.list_dir(root) if entry.is_dir}
     assert "country=a b%2Fc%3Dd%25" in partitions and "country=__HIVE_DEFAULT_PARTITION__" in partitions
     success = mc.SuccessData.load(f"{cloud_destination}/_SUCCESS")
@@ -101,7 +102,7 @@ def test_helper_with_a_retried_task_writes_exactly_once(
     )
     assert _read_back(emulator, cloud_destination) == sorted(ROWS)
     fs = emulator.filesystem()
-    data_files = [path for path in fs.find(open_store(cloud_destination)[1]) if path.endswith(".parquet")]
+    data_files = [path for path in fs.find(open_store(cloud_destination).path) if path.endswith(".parquet")]
     success = mc.SuccessData.load(f"{cloud_destination}/_SUCCESS")
     assert len(data_files) == len(success.filenames) >= 10  # 40 rows, at most 4 per file
     assert _job_state(emulator, cloud_destination) == []

@@ -148,7 +148,8 @@ def test_the_spark_helper_batches_the_markers_of_executors_on_another_host(
     (job_dir,) = (out / "_temporary").iterdir()
     published = orjson.loads((job_dir / "00" / "markers" / "server.json").read_bytes())
     assert published["host"] == DRIVER_ADDRESS, "the helper passed spark.driver.host on"
-    store, root = open_store(str(out))
+    opened = open_store(str(out))
+    store, root = opened.store, opened.path
     found = read_markers(store, MarkerPaths(JobPaths(root, job_dir.name, 0)), store_retry_policy(store))
     committed = mc.committed_files(str(out))
     assert found.batched and found.direct_count == 0, "no task fell back to direct markers"

@@ -41,7 +41,8 @@ def _read_back(moto: Emulator, url: str) -> list[tuple[Any, ...]]:
 
 def _leftovers(moto: Emulator, bucket: str, url: str) -> tuple[list[str], list[str]]:
     """The job state under ``_temporary`` and the incomplete uploads of the bucket: both must be empty."""
-    store, root = open_s3_store(url, moto.storage_options)
+    opened = open_s3_store(url, moto.storage_options)
+    store, root = opened.store, opened.path
     fs = moto.filesystem()
     state = list(fs.find(f"{root}/_temporary")) if fs.exists(f"{root}/_temporary") else []
     return state, [upload.path for upload in store.list_uploads(f"{bucket}/")]

@@ -404,7 +404,8 @@ def test_nothing_of_the_job_outlives_the_write(spark: SparkSession, tmp_path: Pa
         assert not (out / "_temporary").exists(), sorted(str(p) for p in (out / "_temporary").rglob("*"))
         cleaning = [thread.name for thread in threading.enumerate() if thread.name.startswith(CLEANUP_THREAD)]
         assert cleaning == [], "the caller's process deletes nothing: its exit can interrupt nothing"
-        store, dest = open_store(str(out))
+        opened = open_store(str(out))
+        store, dest = opened.store, opened.path
         try:
             status = inspect_destination(store, dest)
         finally:

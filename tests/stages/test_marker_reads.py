@@ -52,7 +52,7 @@ class _ReadMarkers(Stage[MarkerPaths, MarkerSet]):
 
 def _context(pool: ThreadPoolExecutor | None) -> tuple[StageContext, SlowBatchReads, MarkerPaths]:
     clear_memory_filesystem()
-    inner, _ = open_store("memory://markers-gate/table")
+    inner = open_store("memory://markers-gate/table").store
     store = SlowBatchReads(inner)
     context = make_context("memory://markers-gate/table", pool=pool, store=store)
     return context, store, MarkerPaths(context.paths)

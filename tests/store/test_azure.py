@@ -10,7 +10,7 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.errors import ConfigError, ManifestError, SourceChangedError
-from manifest_committer.store import RenameHint, open_store
+from manifest_committer.store import OpenedStore, RenameHint, open_store
 from manifest_committer.store import azure as azure_module
 from manifest_committer.store.azure import AzureBlobStore
 from tests.fixtures.committing import FAST, edit_manifest, output, run_task
@@ -21,17 +21,18 @@ HOST = "devstoreaccount1.dfs.core.windows.net"
 """Azurite's account, in the host form Hadoop's ABFS URLs carry."""
 
 
-def _store(container: str) -> tuple[AzureBlobStore, str]:
-    store, root = open_store(f"abfs://{container}/out")
-    assert isinstance(store, AzureBlobStore)
-    return store, root
+def _store(container: str) -> OpenedStore[AzureBlobStore]:
+    opened = open_store(f"abfs://{container}/out")
+    assert isinstance(opened.store, AzureBlobStore)
+    return OpenedStore(opened.store, opened.path)
 
 
 # --- URLs --------------------------------------------------------------------------------------------------------
 
 
 def test_urls_are_hadoops_abfs_form_and_round_trip(azure_container: str) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     path = f"{root}/dt=2024-01-01/part 0.csv"
     url = store.to_url(path)
     assert url == f"abfs://{azure_container}@{HOST}/out/dt=2024-01-01/part%200.csv"
@@ -55,7 +56,7 @@ def test_urls_are_hadoops_abfs_form_and_round_trip(azure_container: str) -> None
     ],
 )
 def test_a_url_of_another_account_or_container_is_refused(azure_container: str, url: str) -> None:
-    store, _ = _store(azure_container)
+    store = _store(azure_container).store
     with pytest.raises(ValueError, match=r"account|container|not an Azure"):
         store.from_url(url.format(container=azure_container))
     store.close()
@@ -114,7 +115,8 @@ def _patch_blob_client(monkeypatch: pytest.MonkeyPatch, method: str, before: Cal
 def test_a_source_changed_during_the_rename_is_a_definite_answer(
     azure_container: str, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     source, dest = f"{root}/src/a.csv", f"{root}/dst/a.csv"
     store.write_bytes(source, b"first version")
 
@@ -162,7 +164,8 @@ def test_azurite_answers_409_for_an_existing_destination(azure_container: str) -
     """The measurement behind the comment in ``_rename``: Azurite says 409 where real Azure may say 412."""
     from azure.core.exceptions import ResourceExistsError
 
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"new")
     store.write_bytes(f"{root}/dst/a.csv", b"old")
     seen: list[BaseException] = []
@@ -189,7 +192,8 @@ def test_azurite_answers_409_for_an_existing_destination(azure_container: str) -
 def test_a_412_for_an_existing_destination_is_file_exists(
     azure_container: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"new data")
     store.write_bytes(f"{root}/dst/a.csv", b"old data")
     _answer_412_for_an_existing_destination(monkeypatch)
@@ -203,7 +207,8 @@ def test_a_412_for_an_existing_destination_is_file_exists(
 def test_a_412_for_the_renames_own_copy_finishes_the_rename(
     azure_container: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     source, dest = f"{root}/src/a.csv", f"{root}/dst/a.csv"
     store.write_bytes(source, b"payload")
 
@@ -241,7 +246,8 @@ def _count_probes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_rename_with_the_tasks_etag_and_a_clear_destination_makes_no_probe(
     azure_container: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     names = ("a", "b", "c")
     for name in names:
         store.write_bytes(f"{root}/src/{name}.csv", name.encode())
@@ -263,7 +269,8 @@ def test_a_hint_that_does_not_hold_changes_nothing_of_the_renames_answers(
 ) -> None:
     """A stale etag, a destination taken after all, an interrupted rename of this very copy: the probing path
     decides each, exactly as without a hint."""
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     for name in ("stale", "taken", "interrupted"):
         store.write_bytes(f"{root}/src/{name}.csv", name.encode())
     store.write_bytes(f"{root}/dst/taken.csv", b"theirs")
@@ -331,7 +338,8 @@ def test_the_client_skips_environment_lookups_unless_one_applies(azurite: Any, m
 def test_delete_dir_holds_a_bounded_number_of_coroutines(azure_container: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from azure.storage.blob.aio import ContainerClient
 
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     for index in range(40):
         store.write_bytes(f"{root}/tree/d{index % 4}/f{index}", b"x")
     monkeypatch.setattr(azure_module, "DELETE_BATCH", 7)

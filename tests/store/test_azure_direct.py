@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from manifest_committer.errors import SourceChangedError
-from manifest_committer.store import RenameHint, open_store
+from manifest_committer.store import OpenedStore, RenameHint, open_store
 from manifest_committer.store.azure import AzureBlobStore
 from manifest_committer.store.azure_direct import Answer, DirectBlobRequests, SharedKey, service_error
 from tests.fixtures.emulators import AZURITE_ACCOUNT, AZURITE_KEY, Emulator
@@ -21,10 +21,10 @@ pytestmark = pytest.mark.azure
 NAMES = ["a.csv", "dt=2024-01-01/a b+c%d~e.csv", "ünï/çø.csv", "x?y#z&w;v.csv", "and'quoted\".csv"]
 
 
-def _store(container: str, options: dict[str, Any] | None = None) -> tuple[AzureBlobStore, str]:
-    store, root = open_store(f"abfs://{container}/out", options)
-    assert isinstance(store, AzureBlobStore)
-    return store, root
+def _store(container: str, options: dict[str, Any] | None = None) -> OpenedStore[AzureBlobStore]:
+    opened = open_store(f"abfs://{container}/out", options)
+    assert isinstance(opened.store, AzureBlobStore)
+    return OpenedStore(opened.store, opened.path)
 
 
 def _sources(store: AzureBlobStore, root: str, names: list[str]) -> tuple[list[tuple[str, str]], list[RenameHint]]:
@@ -48,7 +48,8 @@ def _no_blob_clients(store: AzureBlobStore, monkeypatch: pytest.MonkeyPatch) -> 
 def test_a_shared_key_client_renames_directly_any_name_without_a_blob_client(
     azure_container: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     assert store._direct is not None
     pairs, hints = _sources(store, root, NAMES)
     before = [store.info(source) for source, _ in pairs]
@@ -64,7 +65,8 @@ def test_a_shared_key_client_renames_directly_any_name_without_a_blob_client(
 
 
 def test_a_direct_copy_that_is_refused_falls_back_to_the_sdks_probes_which_decide(azure_container: str) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     pairs, hints = _sources(store, root, ["taken.csv", "stale.csv", "gone.csv"])
     store.write_bytes(f"{root}/dst/taken.csv", b"theirs")
     hints[1] = RenameHint("0x8DEADBEEF0000", dest_clear=True)
@@ -82,7 +84,8 @@ def test_a_pending_copy_is_waited_for_and_the_source_deleted_only_after_success(
     azure_container: str, monkeypatch: pytest.MonkeyPatch, ends_as: str
 ) -> None:
     """Azurite copies at once; real Azure answers ``pending`` for large blobs: the answer is made pending here."""
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     pairs, hints = _sources(store, root, ["big.csv"])
     direct = store._direct
     assert direct is not None
@@ -112,7 +115,8 @@ def test_a_pending_copy_is_waited_for_and_the_source_deleted_only_after_success(
 def test_a_source_changed_after_its_copy_is_kept_and_the_answer_is_definite(
     azure_container: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, root = _store(azure_container)
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
     pairs, hints = _sources(store, root, ["busy.csv"])
     direct = store._direct
     assert direct is not None
@@ -142,13 +146,14 @@ def test_a_sas_client_renames_directly_with_its_token(azurite: Emulator, azure_c
         expiry=datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1),
     )
     endpoint = f"http://127.0.0.1:{azurite.port}/{AZURITE_ACCOUNT}"
-    store, root = _store(
+    opened = _store(
         azure_container,
         {
             "connection_string": f"BlobEndpoint={endpoint};SharedAccessSignature={token}",
             "account_name": AZURITE_ACCOUNT,
         },
     )
+    store, root = opened.store, opened.path
     assert store._direct is not None and store._direct._key is None
     pairs, hints = _sources(store, root, NAMES[:3])
     assert store.rename_files(pairs, hints) == [None, None, None]
@@ -193,7 +198,7 @@ def test_shared_key_signs_as_the_sdk_does() -> None:
 
 
 def test_answers_become_azure_cores_errors_judged_as_the_sdks(azure_container: str) -> None:
-    store, _ = _store(azure_container)
+    store = _store(azure_container).store
     busy = service_error(Answer(503, "ServerBusy", None), "copy")
     assert store.is_transient(busy)
     assert not store.is_transient(service_error(Answer(412, "ConditionNotMet", None), "copy"))

@@ -10,9 +10,10 @@ import subprocess
 import sys
 import threading
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoint
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from manifest_committer.statistic_names import COMMIT_FILE_RENAME_RECOVERED, STO
 from manifest_committer.store import (
     ENTRY_POINT_GROUP,
     DeclaredFsspecStore,
+    OpenedStore,
     StoreBindings,
     open_destination_store,
     open_store,
@@ -93,7 +95,8 @@ def test_a_fresh_committer_of_the_same_url_commits_a_task(faulty_filesystem: typ
 
 
 def test_the_store_maps_its_urls_both_ways(faulty_filesystem: type[FaultyFileSystem]) -> None:
-    store, root = open_store(DEST)
+    opened = open_store(DEST)
+    store, root = opened.store, opened.path
     assert root == ROOT
     assert store.to_url(f"{root}/a b.csv") == "faulty:///bucket/table/a%20b.csv"
     assert store.from_url("faulty:///bucket/table/a%20b.csv") == f"{root}/a b.csv"
@@ -186,7 +189,8 @@ def test_a_store_without_the_rename_guarantees_is_refused_for_renames_and_opened
     assert "store binding 'lax' does not declare" in message
     assert "a rename that never overwrites (rename_never_overwrites)" in message
     assert "says whether it happened (rename_outcome_known)" in message
-    store, root = open_destination_store("lax://bucket/table")  # status and rollback still read it
+    opened = open_destination_store("lax://bucket/table")  # status and rollback still read it
+    store, root = opened.store, opened.path
     assert root == ROOT
     assert not store.capabilities.rename_never_overwrites
 
@@ -246,6 +250,78 @@ def test_an_invalid_binding_is_refused_naming_it(fields: dict[str, object], comp
         mc.StoreBinding(**arguments)  # type: ignore[arg-type]
 
 
+def _open_faulty_by_hand(url: str, storage_options: dict[str, Any]) -> OpenedStore[DeclaredFsspecStore]:
+    """A user's opener written without ``fsspec_store_binding``: the store, and the URL's path in it."""
+    fs = FaultyFileSystem(**storage_options)
+    path = str(fs._strip_protocol(url.removeprefix("byhand://"))).rstrip("/")
+    return OpenedStore(DeclaredFsspecStore(fs, "byhand", FAULTY_CAPABILITIES), path)
+
+
+def test_a_binding_built_by_hand_opens_through_its_opener_and_commits(
+    faulty_filesystem: type[FaultyFileSystem],
+) -> None:
+    mc.register_store_binding(
+        mc.StoreBinding(
+            name="byhand", schemes=("byhand",), opener=_open_faulty_by_hand, capabilities=FAULTY_CAPABILITIES
+        )
+    )
+    opened = open_store("byhand://bucket/table/")
+    assert isinstance(opened, mc.OpenedStore)
+    assert type(opened.store) is DeclaredFsspecStore
+    assert opened.path == ROOT
+
+    summary = run_job(mc.create_committer("byhand://bucket/table", "job-1", config=FAST))
+
+    assert summary.success
+    files = published(faulty_filesystem)
+    del files["_SUCCESS"]
+    assert files == EXPECTED
+
+
+def _returns(value: object) -> Callable[[str, dict[str, Any]], Any]:
+    def open_wrongly(url: str, storage_options: dict[str, Any]) -> Any:
+        return value
+
+    return open_wrongly
+
+
+@pytest.mark.parametrize(
+    ("returned", "kind"),
+    [
+        (lambda store, path: (store, path), "tuple"),
+        (lambda store, path: store, "DeclaredFsspecStore"),
+        (lambda store, path: None, "NoneType"),
+    ],
+    ids=["a (store, path) tuple", "the store alone", "nothing"],
+)
+def test_an_opener_returning_anything_but_an_opened_store_is_refused_naming_it(
+    returned: Callable[[object, str], object], kind: str, store_bindings: StoreBindings
+) -> None:
+    right = _open_faulty_by_hand("byhand://bucket/table", {})
+    opener = _returns(returned(right.store, right.path))
+    mc.register_store_binding(
+        mc.StoreBinding(name="byhand", schemes=("byhand",), opener=opener, capabilities=FAULTY_CAPABILITIES)
+    )
+
+    with pytest.raises(mc.ConfigError) as raised:
+        mc.create_committer("byhand://bucket/table", "job-1")
+
+    assert str(raised.value) == (
+        f"byhand://bucket/table: store binding 'byhand': its opener {__name__}._returns.<locals>.open_wrongly "
+        f"returned a {kind}, not an OpenedStore: return manifest_committer.OpenedStore(store, path), the store "
+        "and the URL's path in it (docs/stores.md)"
+    )
+    with pytest.raises(mc.ConfigError, match=r"its opener .* returned a"):
+        open_destination_store("byhand://bucket/table")  # status and rollback say the same
+
+
+def test_an_opened_store_is_one_class_exported_beside_the_binding() -> None:
+    assert mc.OpenedStore is OpenedStore
+    opened = OpenedStore(MemoryStore(None), "/x")
+    with pytest.raises(AttributeError):
+        opened.path = "/y"  # type: ignore[misc]
+
+
 # --- the registry -----------------------------------------------------------------------------------------------------
 
 
@@ -275,10 +351,10 @@ def test_a_binding_for_a_built_in_scheme_is_refused_unless_it_replaces(store_bin
     assert "'impostor' (registered at run time)" in message
     assert "memory:// by 'memory' (built in, manifest_committer.store.memory:MEMORY_BINDING)" in message
     assert "replace=True" in message
-    assert type(open_store("memory://bucket/out")[0]) is MemoryStore
+    assert type(open_store("memory://bucket/out").store) is MemoryStore
 
     mc.register_store_binding(impostor, replace=True)
-    assert type(open_store("memory://bucket/out")[0]) is DeclaredFsspecStore
+    assert type(open_store("memory://bucket/out").store) is DeclaredFsspecStore
 
 
 def test_registering_the_same_binding_again_changes_nothing_and_another_is_refused(
@@ -397,7 +473,7 @@ def test_the_built_ins_serve_whether_or_not_the_package_is_installed(
     bindings = StoreBindings(discover=lambda: discovered)
     assert [binding.name for binding in bindings.bindings()] == [entry_point.name for entry_point in BUILT_IN_STORES]
     assert bindings.failures == [], origin
-    assert type(open_store("memory://x")[0]) is MemoryStore
+    assert type(open_store("memory://x").store) is MemoryStore
 
 
 @pytest.mark.parametrize(
@@ -502,14 +578,22 @@ DOC_BLOCKS = re.findall(
 )
 
 
-def test_the_docs_example_binds_a_filesystem_and_commits_as_pasted(tmp_path: Path) -> None:
-    (example,) = [block for block in DOC_BLOCKS if "register_store_binding(" in block]
+@pytest.mark.parametrize(
+    ("binds", "printed"),
+    [
+        ("mc.fsspec_store_binding(", "['scratch:///bucket/table/dt=2026-11-22/part-0.csv']"),
+        ("mc.StoreBinding(", "manifest notes:///bucket/table"),
+    ],
+    ids=["fsspec_store_binding", "an opener by hand"],
+)
+def test_the_docs_examples_bind_a_filesystem_as_pasted(binds: str, printed: str, tmp_path: Path) -> None:
+    (example,) = [block for block in DOC_BLOCKS if "register_store_binding(" in block and binds in block]
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     result = subprocess.run(
         [sys.executable, "-c", example], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == "['scratch:///bucket/table/dt=2026-11-22/part-0.csv']"
+    assert result.stdout.strip() == printed
 
 
 @pytest.mark.parametrize("block", DOC_BLOCKS, ids=[f"block-{index}" for index in range(len(DOC_BLOCKS))])

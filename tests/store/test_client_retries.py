@@ -33,7 +33,8 @@ def dead_endpoint(scheme: str) -> tuple[str, dict[str, Any]]:
 @pytest.mark.parametrize("scheme", DEAD_ENDPOINTS)
 def test_a_store_call_fails_at_once_with_a_transient_error(scheme: str) -> None:
     url, options = dead_endpoint(scheme)
-    store, path = open_store(url, options)
+    opened = open_store(url, options)
+    store, path = opened.store, opened.path
     started = time.monotonic()
     with pytest.raises(Exception) as raised:
         store.info(f"{path}/file")
@@ -45,7 +46,7 @@ def test_a_store_call_fails_at_once_with_a_transient_error(scheme: str) -> None:
 def test_task_output_keeps_the_clients_own_retries(scheme: str) -> None:
     """Tasks write through fsspec's shared instance; the committer's private one is never handed out."""
     url, options = dead_endpoint(scheme)
-    store, _ = open_store(url, options)
+    store = open_store(url, options).store
     shared, _ = fsspec.core.url_to_fs(url, **options, use_listings_cache=False)
     assert store.data_fs is shared
     assert store.fs is not shared

@@ -10,6 +10,7 @@ import pytest
 import manifest_committer as mc
 from manifest_committer.store import (
     Fault,
+    OpenedStore,
     StoreOperations,
     azure_operation_timed_out,
     azure_server_busy,
@@ -23,12 +24,13 @@ from manifest_committer.store.gcs import GCSStore, is_transient_gcs
 from tests.fixtures.committing import FAST, FaultCapture, output, run_task
 
 
-def _store(cloud_destination: str) -> tuple[StoreOperations, str]:
+def _store(cloud_destination: str) -> OpenedStore:
     return open_store(cloud_destination)
 
 
 def test_the_factory_binds_each_scheme_to_its_store(cloud_destination: str) -> None:
-    store, path = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, path = opened.store, opened.path
     expected = AzureBlobStore if cloud_destination.startswith("abfs://") else GCSStore
     assert type(store) is expected
     assert not store.capabilities.atomic_rename
@@ -43,7 +45,8 @@ def test_the_factory_binds_each_scheme_to_its_store(cloud_destination: str) -> N
 
 
 def test_rename_moves_the_file_and_keeps_its_checksum(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"hello")
     before = store.info(f"{root}/src/a.csv")
     store.rename_file(f"{root}/src/a.csv", f"{root}/dst/a.csv")
@@ -55,7 +58,8 @@ def test_rename_moves_the_file_and_keeps_its_checksum(cloud_destination: str) ->
 
 
 def test_rename_never_replaces_an_existing_file(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"new data")
     store.write_bytes(f"{root}/dst/a.csv", b"old data")
     with pytest.raises(FileExistsError):
@@ -65,7 +69,8 @@ def test_rename_never_replaces_an_existing_file(cloud_destination: str) -> None:
 
 
 def test_rename_refuses_a_directory_at_the_destination(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"x")
     store.write_bytes(f"{root}/dst/a.csv/inner", b"y")
     with pytest.raises(FileExistsError):
@@ -76,7 +81,8 @@ def test_rename_refuses_a_directory_at_the_destination(cloud_destination: str) -
 
 def test_a_batch_of_renames_is_in_flight_at_once_with_one_outcome_each(cloud_destination: str) -> None:
     """Both stores take a batch on their event loop; each rename keeps its own promise and its own error."""
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     assert store.capabilities.concurrent_calls
     for name in ("a", "b", "c"):
         store.write_bytes(f"{root}/src/{name}.csv", name.encode())
@@ -94,7 +100,8 @@ def test_a_batch_of_renames_is_in_flight_at_once_with_one_outcome_each(cloud_des
 
 
 def test_rename_of_a_missing_source_is_file_not_found(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     with pytest.raises(FileNotFoundError):
         store.rename_file(f"{root}/src/missing.csv", f"{root}/dst/a.csv")
     assert store.info(f"{root}/dst/a.csv") is None
@@ -102,7 +109,8 @@ def test_rename_of_a_missing_source_is_file_not_found(cloud_destination: str) ->
 
 def test_a_half_done_rename_is_finished(cloud_destination: str) -> None:
     """Copy done, delete not: the next rename of the same file deletes the source and succeeds."""
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"payload")
     store.copy_file(f"{root}/src/a.csv", f"{root}/dst/a.csv")
     store.rename_file(f"{root}/src/a.csv", f"{root}/dst/a.csv")
@@ -111,7 +119,8 @@ def test_a_half_done_rename_is_finished(cloud_destination: str) -> None:
 
 
 def test_different_content_at_the_destination_is_never_taken_for_a_half_done_rename(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"ours...")
     store.write_bytes(f"{root}/dst/a.csv", b"theirs!")  # same size, other bytes
     with pytest.raises(FileExistsError):
@@ -121,7 +130,8 @@ def test_different_content_at_the_destination_is_never_taken_for_a_half_done_ren
 
 
 def test_directories_are_markers_that_list_and_remove(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.mkdirs(f"{root}/job/manifests")
     status = store.info(f"{root}/job/manifests")
     assert status is not None and status.is_dir
@@ -137,7 +147,8 @@ def test_directories_are_markers_that_list_and_remove(cloud_destination: str) ->
 
 
 def test_mkdirs_over_a_file_is_file_exists(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/taken", b"file")
     with pytest.raises(FileExistsError):
         store.mkdirs(f"{root}/taken")
@@ -263,7 +274,8 @@ def _http_session(store: StoreOperations) -> Any:
 
 
 def test_close_releases_the_private_client_and_keeps_the_shared_one(cloud_destination: str) -> None:
-    store, root = _store(cloud_destination)
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/a.csv", b"x")
     session = _http_session(store)
     assert session is not None and not session.closed

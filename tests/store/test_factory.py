@@ -58,5 +58,5 @@ def test_a_known_fsspec_filesystem_without_a_binding_is_refused_before_it_is_bui
 
 
 def test_local_and_memory_urls_still_open(tmp_path: object) -> None:
-    assert open_store(f"file://{tmp_path}")[1] == str(tmp_path)
-    assert open_store("memory://factory-test/out")[1] == "/factory-test/out"
+    assert open_store(f"file://{tmp_path}").path == str(tmp_path)
+    assert open_store("memory://factory-test/out").path == "/factory-test/out"

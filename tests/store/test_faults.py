@@ -337,7 +337,8 @@ def test_cleanup_after_a_commit_survives_a_failed_delete_and_keeps_the_record_to
 
 
 def injected_pattern(seed: int, calls: int = 200) -> list[bool]:
-    store, root = open_store("memory://fault-seed")
+    opened = open_store("memory://fault-seed")
+    store, root = opened.store, opened.path
     faulty = FaultInjectingStore(store, [Fault("info", rate=0.5, times=None)], seed=seed)
     pattern = []
     for index in range(calls):
@@ -381,7 +382,8 @@ def test_a_batch_to_a_store_with_concurrent_calls_sleeps_once_and_fails_per_call
 ) -> None:
     sleeps: list[float] = []
     monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
-    inner, root = open_store(str(tmp_path))
+    opened = open_store(str(tmp_path))
+    inner, root = opened.store, opened.path
     for name in "abcd":
         inner.write_bytes(f"{root}/{name}", name.encode())
     pairs = [(f"{root}/{name}", f"{root}/{name}.moved") for name in "abcd"]
@@ -411,7 +413,8 @@ def test_under_latency_a_store_of_microsecond_calls_takes_batches_and_others_do_
     that cannot put them in flight together sleeps once a call."""
     sleeps: list[float] = []
     monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
-    inner, root = open_store(str(tmp_path))
+    opened = open_store(str(tmp_path))
+    inner, root = opened.store, opened.path
     for name in "abcdef":
         inner.write_bytes(f"{root}/{name}", name.encode())
     pairs = [(f"{root}/{name}", f"{root}/{name}.moved") for name in "abcdef"]

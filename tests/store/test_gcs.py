@@ -7,17 +7,17 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.store import RenameHint, open_store
+from manifest_committer.store import OpenedStore, RenameHint, open_store
 from manifest_committer.store.gcs import GCSStore
 from tests.fixtures.committing import FAST, output, run_task
 
 pytestmark = pytest.mark.gcs
 
 
-def _store(bucket: str) -> tuple[GCSStore, str]:
-    store, root = open_store(f"gs://{bucket}/out")
-    assert isinstance(store, GCSStore)
-    return store, root
+def _store(bucket: str) -> OpenedStore[GCSStore]:
+    opened = open_store(f"gs://{bucket}/out")
+    assert isinstance(opened.store, GCSStore)
+    return OpenedStore(opened.store, opened.path)
 
 
 def _count_requests(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -36,7 +36,8 @@ def _count_requests(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[st
 def test_a_batch_with_clear_destinations_is_one_listing_then_a_rewrite_and_a_delete_a_file(
     gcs_bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, root = _store(gcs_bucket)
+    opened = _store(gcs_bucket)
+    store, root = opened.store, opened.path
     names = [f"p={n % 2}/f{n}.csv" for n in range(6)]
     for name in names:
         store.write_bytes(f"{root}/src/{name}", name.encode())
@@ -57,7 +58,8 @@ def test_a_batch_with_clear_destinations_is_one_listing_then_a_rewrite_and_a_del
 
 
 def test_a_source_the_listing_did_not_show_is_still_not_found(gcs_bucket: str) -> None:
-    store, root = _store(gcs_bucket)
+    opened = _store(gcs_bucket)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"a")
     pairs = [(f"{root}/src/a.csv", f"{root}/dst/a.csv"), (f"{root}/src/missing.csv", f"{root}/dst/missing.csv")]
     outcomes = store.rename_files(pairs, [RenameHint(None, dest_clear=True)] * 2)
@@ -69,7 +71,8 @@ def test_a_source_the_listing_did_not_show_is_still_not_found(gcs_bucket: str) -
 
 def test_without_the_hint_an_object_at_the_destination_is_refused(gcs_bucket: str) -> None:
     """fake-gcs-server ignores the rewrite's precondition: the probe the hint spares is the guard here."""
-    store, root = _store(gcs_bucket)
+    opened = _store(gcs_bucket)
+    store, root = opened.store, opened.path
     store.write_bytes(f"{root}/src/a.csv", b"new")
     store.write_bytes(f"{root}/dst/a.csv", b"theirs")
     outcomes = store.rename_files([(f"{root}/src/a.csv", f"{root}/dst/a.csv")], [RenameHint(None, dest_clear=False)])

@@ -13,7 +13,8 @@ from manifest_committer.store.local import is_write_in_progress
 
 
 def test_a_reader_never_sees_a_rewritten_file_empty_or_half_written(tmp_path: Path) -> None:
-    store, root = open_store(str(tmp_path))
+    opened = open_store(str(tmp_path))
+    store, root = opened.store, opened.path
     path = f"{root}/heartbeat"
     versions = [bytes([65 + n]) * 200_000 for n in range(5)]
     store.write_bytes(path, versions[0])
@@ -43,7 +44,8 @@ def test_temporary_names_are_recognised_and_data_names_are_not() -> None:
 
 
 def test_mkdirs_makes_missing_parents_accepts_a_directory_and_refuses_a_file_in_the_way(tmp_path: Path) -> None:
-    store, root = open_store(str(tmp_path))
+    opened = open_store(str(tmp_path))
+    store, root = opened.store, opened.path
     store.mkdirs(f"{root}/a/b/c")  # parents missing
     store.mkdirs(f"{root}/a/b/c")  # there already: fine
     store.mkdirs(f"{root}/a/d")  # parent there

@@ -125,7 +125,8 @@ def _not_offered(call: Callable[[], object]) -> None:
 
 
 def test_every_store_operation_takes_a_token(memory_destination: str) -> None:
-    inner, root = open_store(memory_destination, {})
+    opened = open_store(memory_destination, {})
+    inner, root = opened.store, opened.path
     waits: list[float] = []
     bucket = TokenBucket(1000, burst=1000)
     store: StoreOperations = RateLimitedStore(inner, bucket, waits.append)
@@ -157,7 +158,8 @@ def test_every_store_operation_takes_a_token(memory_destination: str) -> None:
 @pytest.mark.s3
 def test_every_upload_operation_takes_a_token(s3_bucket: str, moto_s3: Emulator) -> None:
     """The upload protocol's S3 calls are paced by ``io.rate`` like every other store call."""
-    inner, root = open_s3_store(f"s3://{s3_bucket}/out", moto_s3.storage_options)
+    opened = open_s3_store(f"s3://{s3_bucket}/out", moto_s3.storage_options)
+    inner, root = opened.store, opened.path
     waits: list[float] = []
     store = RateLimitedStore(inner, TokenBucket(1000, burst=1000), waits.append)
     with open_pending_upload(inner.data_fs, root + "/a") as writer:

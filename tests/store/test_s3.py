@@ -51,7 +51,8 @@ def test_the_manifest_protocol_still_refuses_s3_and_names_the_upload_protocol(ur
 
 
 def test_the_upload_protocols_store_binds_s3_urls(s3_destination: str) -> None:
-    store, path = open_s3_store(s3_destination)
+    opened = open_s3_store(s3_destination)
+    store, path = opened.store, opened.path
     assert isinstance(store, S3Store)
     assert store.to_url(path) == s3_destination
     assert store.from_url(s3_destination) == path
@@ -65,7 +66,8 @@ def test_the_upload_protocols_store_binds_s3_urls(s3_destination: str) -> None:
 
 def test_a_store_call_fails_at_once_without_client_retries() -> None:
     """s3fs would retry a refused connection five times and botocore more: the committer's policy decides."""
-    store, path = open_s3_store("s3://bucket/out", moto_storage_options(free_port()))
+    opened = open_s3_store("s3://bucket/out", moto_storage_options(free_port()))
+    store, path = opened.store, opened.path
     started = time.monotonic()
     with pytest.raises(Exception) as raised:
         store.info(f"{path}/file")

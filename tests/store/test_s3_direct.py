@@ -46,7 +46,7 @@ class _SdkCompletions:
 
 @pytest.fixture
 def store(s3_bucket: str) -> Iterator[S3Store]:
-    opened, _ = open_s3_store(f"s3://{s3_bucket}/out")
+    opened = open_s3_store(f"s3://{s3_bucket}/out").store
     yield opened
     opened.close()
 
@@ -76,7 +76,7 @@ def test_after_the_first_completion_of_a_bucket_the_rest_go_direct_keeping_every
 
 
 def test_a_request_the_sdk_sends_with_a_header_this_module_would_not_keeps_the_sdk_path(s3_bucket: str) -> None:
-    store, _ = open_s3_store(f"s3://{s3_bucket}/out", {"s3_additional_kwargs": {"RequestPayer": "requester"}})
+    store = open_s3_store(f"s3://{s3_bucket}/out", {"s3_additional_kwargs": {"RequestPayer": "requester"}}).store
     try:
         uploads = [_pending(store, f"{s3_bucket}/out/{name}.csv", name.encode()) for name in "abc"]
         with _SdkCompletions(store, s3_bucket) as sdk:

@@ -57,7 +57,7 @@ def test_a_batch_of_renames_is_made_by_a_worker_with_one_outcome_each(tmp_path: 
     pairs.append((str(tmp_path / "src" / "missing"), str(tmp_path / "dst" / "missing")))
     pool = _pool(str(tmp_path))
     try:
-        store = WorkerDispatchStore(open_store(str(tmp_path))[0], pool)
+        store = WorkerDispatchStore(open_store(str(tmp_path)).store, pool)
         outcomes = store.rename_files(pairs, [RenameHint()] * len(pairs))
     finally:
         pool.close()
@@ -78,7 +78,7 @@ def test_an_error_crosses_with_what_the_worker_store_said_of_it() -> None:
             self.response = response  # what an SDK's error holds: a live response, never picklable
 
     sdk_error = SdkError("503 ServerBusy", threading.Lock())
-    judge = FaultInjectingStore(open_store("memory://x")[0])
+    judge = FaultInjectingStore(open_store("memory://x").store)
     judge.is_transient = lambda error: isinstance(error, SdkError | TimeoutError)  # type: ignore[method-assign]
     crossed = pickle.loads(pickle.dumps(portable(sdk_error, judge)))
     assert isinstance(crossed, WorkerStoreError)
@@ -200,7 +200,7 @@ def test_a_fault_store_of_the_committer_travels_to_the_worker(tmp_path: Path) ->
     wrapper = functools.partial(FaultInjectingStore, faults=[Fault("rename_file", "f1", when="after")])
     pool = _pool(str(tmp_path), 1, wrapper)
     try:
-        outcomes = WorkerDispatchStore(open_store(str(tmp_path))[0], pool).rename_files(pairs)
+        outcomes = WorkerDispatchStore(open_store(str(tmp_path)).store, pool).rename_files(pairs)
     finally:
         pool.close()
     assert outcomes[0] is None

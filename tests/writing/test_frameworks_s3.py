@@ -47,7 +47,8 @@ def _rows(moto: Emulator, url: str) -> list[tuple[Any, ...]]:
 def _check_clean(moto: Emulator, bucket: str, url: str) -> None:
     """``_SUCCESS`` is there, and neither an incomplete upload nor a ``_temporary`` object is left."""
     assert has_success(url)
-    store, root = open_s3_store(url, moto.storage_options)
+    opened = open_s3_store(url, moto.storage_options)
+    store, root = opened.store, opened.path
     assert store.list_uploads(f"{bucket}/") == []
     assert [path for path in moto.filesystem().find(root) if "/_temporary/" in path] == []
 

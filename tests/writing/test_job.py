@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -218,3 +219,28 @@ def test_tasks_whose_rows_are_in_memory_keep_more_files_open_on_an_object_store(
     commit_write(job, [run_task(job, 0, write=writer())])
     assert [call["max_open_files"] for call in calls] == [expected]
     assert read_rows(url, COLUMNS) == [("a", 1), ("b", 2)]
+
+
+def test_the_driver_keeps_its_marker_server_in_its_own_copy_of_the_job_only(tmp_path: Path) -> None:
+    """With batched markers and a driver that outlives its tasks, ``begin`` keeps the committer hosting the marker
+    server in the job; a copy of the job that travels by pickle (to a task, a worker) holds none, so a commit there
+    builds its own, and the driver's commit takes the kept one and closes it."""
+    job = WriteJob.create(
+        str(tmp_path / "out"),
+        framework="test",
+        protocol="transactional",
+        options={"mapreduce.manifest.committer.markers.type": "batched"},
+        driver_address="127.0.0.1",
+    )
+    assert job.driver_hosts_markers
+    assert begin(job)
+    travelled = pickle.loads(pickle.dumps(job))
+    assert travelled == job, "the slot takes no part in equality"
+    assert travelled.driver.take() is None, "no committer (no server thread, no socket) crosses a pickle"
+    kept = job.driver.take()
+    assert kept is not None and kept.job_id == job.job_id
+    job.driver.keep(kept)
+    result = run_task(travelled, 0, batches("a", 1))
+    assert commit_write(job, [result]).success
+    assert job.driver.take() is None, "the driver's commit took the kept committer"
+    assert read_rows(str(tmp_path / "out"), COLUMNS) == [("a", 1)]

@@ -71,7 +71,8 @@ class _Table:
 
 def committed_files(url: str, storage_options: dict[str, Any] | None = None) -> list[str]:
     """Sorted URLs of the data files under ``url`` that a reader may read (see the module)."""
-    store, root = open_store(url, storage_options)
+    opened = open_store(url, storage_options)
+    store, root = opened.store, opened.path
     try:
         table = _read_table(store, root, store_retry_policy(store))
         return sorted(store.to_url(status.path) for status in table.data_files if _is_committed(table, status.path))
@@ -102,7 +103,8 @@ def vacuum(
     ):
         raise ConfigError(f"vacuum {url}: retention_hours must be a number of hours >= 0, got {retention_hours!r}")
     cutoff = (time.time() if now is None else now) - float(retention_hours) * 3600.0
-    store, root = open_store(url, storage_options)
+    opened = open_store(url, storage_options)
+    store, root = opened.store, opened.path
     try:
         retry = store_retry_policy(store)
         running = live_tids(store, root, retry, config or CommitterConfig())  # before the table: see the module

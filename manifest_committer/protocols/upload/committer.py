@@ -25,7 +25,7 @@ from ...stages.upload.abort_task import UploadAbortTaskArguments, UploadAbortTas
 from ...stages.upload.commit_job import UploadCommitJobArguments, UploadCommitJobResult, UploadCommitJobStage
 from ...stages.upload.commit_task import UploadCommitTaskArguments, UploadCommitTaskStage
 from ...stages.upload.setup_job import UploadSetupJobArguments, UploadSetupJobStage
-from ...store import StoreOperations
+from ...store import OpenedStore
 from ...store.pending_upload import PendingUpload
 from ...store.registry import store_bindings
 from ...store.s3 import UploadStore
@@ -54,7 +54,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
         self.layout = UploadPaths(self.paths)
 
     @classmethod
-    def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> tuple[StoreOperations, str]:
+    def _open_store(cls, destination: str, storage_options: dict[str, Any]) -> OpenedStore:
         """A store whose binding declares ``pending_uploads`` (S3), refused otherwise before it is opened."""
         binding = store_bindings().binding_for(destination)
         if binding.opener is not None and (binding.capabilities is None or not binding.capabilities.pending_uploads):

@@ -40,5 +40,5 @@ class WorkerSetup:
     """Requests the worker works on at once."""
 
     def open_store(self) -> StoreOperations:
-        store, _ = self.binding.open(self.url, self.storage_options)
+        store = self.binding.open(self.url, self.storage_options).store
         return store if self.store_wrapper is None else self.store_wrapper(store)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.store import StoreOperations, open_store
+from manifest_committer.store import OpenedStore, StoreOperations, open_store
 from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.committing import FAST, run_task
 
@@ -56,12 +56,12 @@ def test_the_context_manager_closes_on_error(destination: str) -> None:
 
 
 def test_the_summary_report_store_is_closed(destination: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    opened: list[ClosingSpy] = []
+    spies: list[ClosingSpy] = []
 
-    def spying_open_store(url: str, storage_options: dict[str, Any] | None = None) -> tuple[StoreOperations, str]:
-        store, path = open_store(url, storage_options)
-        opened.append(ClosingSpy(store))
-        return opened[-1], path
+    def spying_open_store(url: str, storage_options: dict[str, Any] | None = None) -> OpenedStore:
+        opened = open_store(url, storage_options)
+        spies.append(ClosingSpy(opened.store))
+        return OpenedStore(spies[-1], opened.path)
 
     monkeypatch.setattr("manifest_committer.protocols.base.open_store", spying_open_store)
     config = mc.CommitterConfig(summary_report_directory=str(tmp_path / "reports"))
@@ -71,5 +71,5 @@ def test_the_summary_report_store_is_closed(destination: str, tmp_path: Path, mo
         committer.commit_job()
         committer.abort_job()
     assert (tmp_path / "reports" / "summary-job_report.json").exists()
-    assert len(opened) == 3  # the committer's own, then one per report (commit, abort)
-    assert [spy.closes for spy in opened] == [1, 1, 1]
+    assert len(spies) == 3  # the committer's own, then one per report (commit, abort)
+    assert [spy.closes for spy in spies] == [1, 1, 1]

@@ -428,7 +428,8 @@ def test_status_names_an_upload_job(dest: str, s3_bucket: str) -> None:
     with committer(dest) as job:
         job.setup_job()
         write(job.setup_task("task_0", "attempt_0_0"), {"a.csv": b"a"})
-        store, root = open_destination_store(dest)
+        opened = open_destination_store(dest)
+        store, root = opened.store, opened.path
         try:
             status = inspect_destination(store, root, FAST, count_data_files=False)
         finally:

@@ -68,7 +68,8 @@ def test_the_job_commit_reads_the_marker_files_at_once_and_deletes_what_they_nam
     wrapper: list[SlowBatchReads] = []
     with _job(wrapper) as committer:
         _commit_tasks(committer, 2, 3)
-        store, dest = open_store(DEST)
+        opened = open_store(DEST)
+        store, dest = opened.store, opened.path
         job = JobPaths(dest, "job-1", 0)
         transaction = TransactionPaths(job)
         stragglers = []
