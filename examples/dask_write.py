@@ -10,6 +10,7 @@ import argparse
 import sys
 import tempfile
 
+import dask
 import dask.dataframe as dd
 import pandas as pd
 from distributed import Client, LocalCluster
@@ -22,7 +23,13 @@ def main() -> int:
     parser.add_argument("--dest", default=f"{tempfile.mkdtemp()}/events")
     args = parser.parse_args()
     frame = pd.DataFrame({"day": [f"2026-11-{10 + i % 7}" for i in range(1000)], "value": range(1000)})
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, Client(cluster):
+    # Python 3.11: the workers' profiler can deadlock a worker (CPython issue 106883); docs/writers.md#dask.
+    profiler_off = dask.config.set({"distributed.worker.profile.enabled": sys.version_info >= (3, 12)})
+    with (
+        profiler_off,
+        LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster),
+    ):
         summary = mcd.write(dd.from_pandas(frame, npartitions=4), args.dest, partition_by=["day"],
                             mode="overwrite", compute_kwargs={"retries": 2})  # fmt: skip
         rows = len(dd.read_parquet(args.dest, dataset={"partitioning": "hive"}))

@@ -59,7 +59,7 @@ def test_kill_points_cover_every_step_of_the_job_commit(scenario_template: Trans
     marker_read = "read_bytes ~/markers/MARKERS0" if scenario_template.markers == "batched" else "list_dir ~/markers/"
     wanted = {
         "the job commit's start": COMMIT_BEGINS,
-        "a manifest load": "read_bytes ~/manifests/task_",
+        "a manifest load": "read_bytes ~/manifests/attempt_",
         "commit-started": "write_bytes ~/commit-started",
         "a marker read": marker_read,
         "a delete of another attempt's file": "delete_file part-",
