@@ -43,6 +43,7 @@ from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
 from .bindings import OpenedStore, StoreBinding, cloud_filesystems, scheme_of
+from .gcs_direct import DirectObjectRequests
 from .operations import (
     AUTH_STATUS_CODES,
     COPY_THEN_DELETE_OBJECT_STORE,
@@ -106,6 +107,8 @@ class GCSStore(FsspecStore):
 
     def __init__(self, fs: Any, scheme: str = "gs", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)
+        self._direct = DirectObjectRequests.of(fs)
+        """The rewrite and delete of a rename as direct requests (``gcs_direct``); ``None``: through gcsfs."""
 
     def from_url(self, url: str) -> str:
         scheme, authority, path = split_url(url)
@@ -298,25 +301,31 @@ class GCSStore(FsspecStore):
         token: str | None = None
         while rewrite.get("done") is not True:
             # gcsfs maps 412 (precondition failed: the destination appeared) to FileExistsError.
-            rewrite = await self.fs._call(
-                "POST",
-                "b/{}/o/{}/rewriteTo/b/{}/o/{}",
-                source_bucket,
-                source_key,
-                dest_bucket,
-                dest_key,
-                headers={"Content-Type": "application/json"},
-                json_out=True,
-                sourceGeneration=generation,
-                ifGenerationMatch=0,
-                rewriteToken=token,
-            )
+            if self._direct is not None:
+                rewrite = await self._direct.rewrite(source_bucket, source_key, dest_bucket, dest_key, generation, token)
+            else:
+                rewrite = await self.fs._call(
+                    "POST",
+                    "b/{}/o/{}/rewriteTo/b/{}/o/{}",
+                    source_bucket,
+                    source_key,
+                    dest_bucket,
+                    dest_key,
+                    headers={"Content-Type": "application/json"},
+                    json_out=True,
+                    sourceGeneration=generation,
+                    ifGenerationMatch=0,
+                    rewriteToken=token,
+                )
             token = rewrite.get("rewriteToken")
         await self._delete_generation(source_bucket, source_key, generation)
 
     async def _delete_generation(self, bucket: str, key: str, generation: str) -> None:
         try:
-            await self.fs._call("DELETE", "b/{}/o/{}", bucket, key, generation=generation)
+            if self._direct is not None:
+                await self._direct.delete(bucket, key, generation)
+            else:
+                await self.fs._call("DELETE", "b/{}/o/{}", bucket, key, generation=generation)
         except FileNotFoundError:
             log.debug("Rename source %s/%s was already deleted", bucket, key)
 
