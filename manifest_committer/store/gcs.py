@@ -302,7 +302,9 @@ class GCSStore(FsspecStore):
         while rewrite.get("done") is not True:
             # gcsfs maps 412 (precondition failed: the destination appeared) to FileExistsError.
             if self._direct is not None:
-                rewrite = await self._direct.rewrite(source_bucket, source_key, dest_bucket, dest_key, generation, token)
+                rewrite = await self._direct.rewrite(
+                    (source_bucket, source_key), (dest_bucket, dest_key), generation, token
+                )
             else:
                 rewrite = await self.fs._call(
                     "POST",

@@ -56,17 +56,17 @@ class DirectObjectRequests:
         return cls(fs)
 
     async def rewrite(
-        self, source_bucket: str, source_key: str, dest_bucket: str, dest_key: str, generation: str, token: str | None
+        self, source: tuple[str, str], dest: tuple[str, str], generation: str, token: str | None
     ) -> dict[str, Any]:
-        """One ``rewriteTo`` call of generation ``generation`` of the source to a destination that must not exist
-        (``ifGenerationMatch=0``); the answer (``done``, ``rewriteToken``)."""
+        """One ``rewriteTo`` call of generation ``generation`` of the source ``(bucket, key)`` to a destination
+        ``(bucket, key)`` that must not exist (``ifGenerationMatch=0``); the answer (``done``, ``rewriteToken``)."""
         params = {"sourceGeneration": generation, "ifGenerationMatch": 0}
         if token is not None:
             params["rewriteToken"] = token
         contents = await self._send(
             "POST",
             "b/{}/o/{}/rewriteTo/b/{}/o/{}",
-            (source_bucket, source_key, dest_bucket, dest_key),
+            (*source, *dest),
             params,
             {"Content-Type": "application/json"},
         )
