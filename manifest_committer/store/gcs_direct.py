@@ -17,11 +17,18 @@ them, retries left on) keeps every request on gcsfs's path.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
-_GCSFS_METHODS = ("_call", "_get_headers", "_get_params", "_format_path", "_set_session", "base")
+BATCH_LIMIT = 100
+"""Requests a batch request holds at most (the JSON API's limit)."""
+_BOUNDARY = "manifest-committer-batch-7d1f3a"
+
+_GCSFS_METHODS = ("_call", "_get_headers", "_get_params", "_format_path", "_set_session", "base", "batch_url_base")
 """The methods of ``GCSFileSystem`` whose behaviour the direct requests reproduce: none may be overridden."""
 
 
@@ -35,6 +42,11 @@ class DirectObjectRequests:
 
     def __init__(self, fs: Any) -> None:
         self._fs = fs
+        split = urlsplit(fs.base)
+        self._origin = f"{split.scheme}://{split.netloc}"
+        self._base_path = split.path
+        self._queue: list[_Request] = []
+        self._in_flight: set[asyncio.Future[None]] = set()
 
     @classmethod
     def of(cls, fs: Any) -> DirectObjectRequests | None:
@@ -85,18 +97,140 @@ class DirectObjectRequests:
         params: dict[str, Any],
         headers: dict[str, str] | None,
     ) -> bytes:
+        """One request's answer body; its error status raised as gcsfs raises it. Requests made in the same turn of
+        the event loop (a batch of renames in flight) go together in batch requests of up to ``BATCH_LIMIT``."""
         from gcsfs.retry import validate_response
-        from yarl import URL
 
         fs = self._fs
         await fs._set_session()
-        query = urlencode(fs._get_params(params), quote_via=quote)
         path = template.format(*(_quote(arg) for arg in args))
-        url = URL(f"{fs.base}{path}?{query}", encoded=True)
-        async with fs.session.request(
-            method=method, url=url, headers=fs._get_headers(headers), timeout=fs.requests_timeout
-        ) as response:
-            status = response.status
-            contents: bytes = await response.read()
+        target = f"{self._base_path}{path}?{urlencode(fs._get_params(params), quote_via=quote)}"
+        request = _Request(method, target, headers, asyncio.get_running_loop().create_future())
+        self._queue.append(request)
+        if len(self._queue) == 1:
+            asyncio.get_running_loop().call_soon(self._flush)
+        status, contents = await request.answer
         validate_response(status, contents, template, args)
         return contents
+
+    def _flush(self) -> None:
+        queued, self._queue = self._queue, []
+        for start in range(0, len(queued), BATCH_LIMIT):
+            task = asyncio.ensure_future(self._answer(queued[start : start + BATCH_LIMIT]))
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+
+    async def _answer(self, requests: list[_Request]) -> None:
+        """Sends ``requests`` (alone, or as one batch) and hands each its answer, or the error of the whole."""
+        answers: list[tuple[int, bytes] | Exception]
+        try:
+            if len(requests) == 1:
+                request = requests[0]
+                answers = [await self._send_alone(request)]
+            else:
+                answers = await self._send_batch(requests)
+        except BaseException as error:
+            for request in requests:
+                if not request.answer.done():
+                    request.answer.set_exception(error)
+            if not isinstance(error, Exception):
+                raise
+            return
+        for request, answer in zip(requests, answers, strict=True):
+            if request.answer.done():
+                continue
+            if isinstance(answer, Exception):
+                request.answer.set_exception(answer)
+            else:
+                request.answer.set_result(answer)
+
+    async def _send_alone(self, request: _Request) -> tuple[int, bytes]:
+        from yarl import URL
+
+        fs = self._fs
+        url = URL(f"{self._origin}{request.target}", encoded=True)
+        async with fs.session.request(
+            method=request.method, url=url, headers=fs._get_headers(request.headers), timeout=fs.requests_timeout
+        ) as response:
+            return response.status, await response.read()
+
+    async def _send_batch(self, requests: list[_Request]) -> list[tuple[int, bytes] | Exception]:
+        """One ``multipart/mixed`` batch request (https://cloud.google.com/storage/docs/batch) of ``requests``: its
+        headers (credentials) apply to every part. A part the answer lacks gets ``ClientPayloadError``: an answer
+        lost, which the committer retries and resolves as it resolves a lost connection."""
+        import aiohttp
+        from gcsfs.retry import validate_response
+
+        fs = self._fs
+        parts = []
+        for index, request in enumerate(requests):
+            content_type = (request.headers or {}).get("Content-Type")
+            inner_headers = f"Content-Type: {content_type}\r\n" if content_type else ""
+            parts.append(
+                f"--{_BOUNDARY}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n"
+                f"Content-ID: <{index}>\r\n\r\n{request.method} {request.target} HTTP/1.1\r\n{inner_headers}"
+                "Content-Length: 0\r\n\r\n\r\n"
+            )
+        body = ("".join(parts) + f"--{_BOUNDARY}--\r\n").encode("utf-8")
+        headers = fs._get_headers({"Content-Type": f'multipart/mixed; boundary="{_BOUNDARY}"'})
+        async with fs.session.request(
+            method="POST",
+            url=fs.batch_url_base,
+            params=fs._get_params({}),
+            data=body,
+            headers=headers,
+            timeout=fs.requests_timeout,
+        ) as response:
+            status, contents = response.status, await response.read()
+            content_type = response.headers.get("Content-Type", "")
+        validate_response(status, contents, fs.batch_url_base)
+        answers = _batch_answers(content_type, contents)
+        return [
+            answers.get(index)
+            or aiohttp.ClientPayloadError(f"the batch answer has no part for {request.method} {request.target}")
+            for index, request in enumerate(requests)
+        ]
+
+
+@dataclass(slots=True)
+class _Request:
+    """A request waiting for its turn in a batch, and the future of its (status, body)."""
+
+    method: str
+    target: str
+    """The path below the endpoint and the query, encoded."""
+    headers: dict[str, str] | None
+    answer: asyncio.Future[tuple[int, bytes]]
+
+
+_PART_HEAD = re.compile(rb"\r?\n\r?\n")
+_RESPONSE_ID = re.compile(rb"content-id:\s*<response-(\d+)>", re.IGNORECASE)
+_STATUS_LINE = re.compile(rb"\s*HTTP/[0-9.]+ (\d{3})")
+
+
+def _batch_answers(content_type: str, contents: bytes) -> dict[int, tuple[int, bytes]]:
+    """Each part of a batch answer by the index of its request (``Content-ID: <response-N>``): its status and body;
+    parts that do not parse are left out."""
+    boundary = next(
+        (
+            value.strip().strip('"')
+            for name, _, value in (item.strip().partition("=") for item in content_type.split(";"))
+            if name.lower() == "boundary"
+        ),
+        None,
+    )
+    if not boundary:
+        return {}
+    answers: dict[int, tuple[int, bytes]] = {}
+    for part in contents.split(b"--" + boundary.encode("ascii"))[1:]:
+        if part.startswith(b"--"):
+            break
+        sections = _PART_HEAD.split(part, maxsplit=2)
+        if len(sections) < 2:
+            continue
+        index, status = _RESPONSE_ID.search(sections[0]), _STATUS_LINE.match(sections[1])
+        if index is None or status is None:
+            continue
+        body = sections[2].strip() if len(sections) > 2 else b""
+        answers[int(index.group(1))] = (int(status.group(1)), body)
+    return answers
