@@ -5,6 +5,7 @@ scripted server, for the statuses fake-gcs-server never answers); anything else 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.server
 import json
@@ -18,7 +19,7 @@ from fsspec.asyn import sync
 
 import manifest_committer as mc
 from manifest_committer.store import OpenedStore, RenameHint, open_store
-from manifest_committer.store.gcs import GCSStore, without_client_retries
+from manifest_committer.store.gcs import GCSStore, is_transient_gcs, without_client_retries
 from manifest_committer.store.gcs_direct import DirectObjectRequests
 from tests.fixtures.committing import FAST, output, run_task
 
@@ -164,9 +165,13 @@ class _Scripted(http.server.BaseHTTPRequestHandler):
         server: Any = self.server
         server.seen.append((self.command, self.path, dict(self.headers)))
         status, body = server.script.pop(0)
-        payload = json.dumps(body).encode() if body is not None else b""
+        content_type = "application/json"
+        if isinstance(body, tuple):  # (content type, raw bytes): a batch answer
+            content_type, payload = body
+        else:
+            payload = json.dumps(body).encode() if body is not None else b""
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
@@ -315,3 +320,127 @@ def test_the_gcsfs_path_renames_as_before(gcs_bucket: str, monkeypatch: pytest.M
     for name in NAMES[:2]:
         assert store.read_bytes(f"{root}/dst/{name}") == name.encode()
     store.close()
+
+
+# --- batches ------------------------------------------------------------------------------------------------------
+
+
+def test_a_batch_of_renames_is_one_batch_request_of_rewrites_then_one_of_deletes(
+    gcs_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = _store(gcs_bucket)
+    store, root = opened.store, opened.path
+    direct = store._direct
+    assert direct is not None
+    for name in NAMES:
+        store.write_bytes(f"{root}/src/{name}", name.encode() * 2)
+    batches: list[list[str]] = []
+    send_batch = direct._send_batch
+
+    async def spied(requests: list[Any]) -> Any:
+        batches.append([request.method for request in requests])
+        return await send_batch(requests)
+
+    monkeypatch.setattr(direct, "_send_batch", spied)
+    pairs = [(f"{root}/src/{name}", f"{root}/dst/{name}") for name in NAMES]
+    assert store.rename_files(pairs, [RenameHint(None, dest_clear=True)] * len(pairs)) == [None] * len(NAMES)
+    monkeypatch.undo()
+    assert batches == [["POST"] * len(NAMES), ["DELETE"] * len(NAMES)]
+    for name in NAMES:
+        assert store.info(f"{root}/src/{name}") is None
+        assert store.read_bytes(f"{root}/dst/{name}") == name.encode() * 2
+    store.close()
+
+
+def test_in_a_batch_a_source_gone_fails_only_its_own_rename(gcs_bucket: str) -> None:
+    opened = _store(gcs_bucket)
+    store, root = opened.store, opened.path
+    for name in NAMES:
+        store.write_bytes(f"{root}/src/{name}", name.encode())
+    bucket = store.fs.split_path(root)[0]
+    listed = {
+        name: sync(
+            store.fs.loop,
+            store.fs._call,
+            "GET",
+            "b/{}/o/{}",
+            bucket,
+            store.fs.split_path(f"{root}/src/{name}")[1],
+            json_out=True,
+        )
+        for name in NAMES
+    }
+    store.fs.rm_file(f"{root}/src/{NAMES[1]}")
+
+    async def all_renames() -> list[Any]:
+        renames = [
+            store._rename(f"{root}/src/{name}", f"{root}/dst/{name}", RenameHint(None, dest_clear=True), listed[name])
+            for name in NAMES
+        ]
+        return await asyncio.gather(*renames, return_exceptions=True)
+
+    outcomes = sync(store.fs.loop, all_renames)
+    assert [type(outcome) for outcome in outcomes] == [type(None), FileNotFoundError] + [type(None)] * (len(NAMES) - 2)
+    assert store.info(f"{root}/dst/{NAMES[1]}") is None
+    for name in NAMES[:1] + NAMES[2:]:
+        assert store.read_bytes(f"{root}/dst/{name}") == name.encode()
+    store.close()
+
+
+def _batch_answer(parts: list[tuple[int, int, dict[str, Any] | None]]) -> tuple[str, bytes]:
+    """A multipart batch answer as the JSON API writes it: (response index, status, JSON body) a part."""
+    boundary = "batch_scripted"
+    text = "".join(
+        f"--{boundary}\r\nContent-Type: application/http\r\nContent-ID: <response-{index}>\r\n\r\n"
+        f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n\r\n{json.dumps(body) if body else ''}\r\n"
+        for index, status, body in parts
+    )
+    return f"multipart/mixed; boundary={boundary}", (text + f"--{boundary}--\r\n").encode()
+
+
+def _errors_of_deletes(fs: Any, direct: DirectObjectRequests, keys: list[str]) -> list[Any]:
+    async def deletes() -> list[Any]:
+        return await asyncio.gather(*(direct.delete("bk", key, "7") for key in keys), return_exceptions=True)
+
+    return list(sync(fs.loop, deletes))
+
+
+def test_each_part_of_a_batch_answer_is_judged_as_its_request_alone() -> None:
+    statuses = [204, 404, 412, 403, 429, 503, 502, 500]
+    keys = [f"k{status}" for status in statuses]
+    error = {"error": {"code": 0, "message": "scripted"}}
+    with _scripted_server() as server:
+        fs = without_client_retries(_scripted_fs(server))
+        direct = DirectObjectRequests.of(fs)
+        assert direct is not None
+        answer = _batch_answer([(i, status, error if status >= 400 else None) for i, status in enumerate(statuses)])
+        server.script = [(200, answer)] + [(status, error) for status in statuses if status >= 400]
+        batched = _errors_of_deletes(fs, direct, keys)
+        alone = [
+            _raised(lambda key=key: sync(fs.loop, direct.delete, "bk", key, "7")) if status >= 400 else None
+            for key, status in zip(keys, statuses, strict=True)
+        ]
+        sync(fs.loop, fs._session.close)
+    assert server.seen[0][0] == "POST" and server.seen[0][1].startswith("/batch/storage/v1")
+    assert len(server.seen) == len(statuses)  # the batch, then each error alone
+    for got, expected in zip(batched, alone, strict=True):
+        assert type(got) is type(expected)
+        assert str(got) == str(expected)
+
+
+def test_a_part_missing_from_a_batch_answer_is_a_lost_answer_and_a_failed_batch_fails_each() -> None:
+    with _scripted_server() as server:
+        fs = without_client_retries(_scripted_fs(server))
+        direct = DirectObjectRequests.of(fs)
+        assert direct is not None
+        server.script = [
+            (200, _batch_answer([(0, 204, None)])),
+            (503, {"error": {"code": 503, "message": "busy"}}),
+        ]
+        lost = _errors_of_deletes(fs, direct, ["a", "b"])
+        failed = _errors_of_deletes(fs, direct, ["a", "b"])
+        sync(fs.loop, fs._session.close)
+    assert lost[0] is None
+    assert type(lost[1]).__name__ == "ClientPayloadError" and is_transient_gcs(lost[1])
+    assert [getattr(error, "code", None) for error in failed] == [503, 503]
+    assert all(is_transient_gcs(error) for error in failed)
