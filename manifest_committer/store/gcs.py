@@ -22,6 +22,9 @@ Between 2 and 3 both paths hold the file. A rename interrupted there is finished
 with the source's size, crc32c and MD5 holds the same bytes, so deleting the source loses nothing. Etags and
 generations change with a copy (``etags_preserved_in_rename`` is false); crc32c survives it.
 
+Steps 2 and 3 go straight onto gcsfs's session (``gcs_direct``): the same calls and errors as gcsfs's, the calls
+of renames in flight together in JSON API batch requests; a filesystem it cannot reproduce stays on gcsfs's path.
+
 This module also decides which GCS errors a retry may cure (``is_transient_gcs``).
 """
 

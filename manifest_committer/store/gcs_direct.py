@@ -1,6 +1,10 @@
-"""The two hot requests of a GCS rename, the pinned rewrite and the pinned delete, as direct JSON API requests on
-gcsfs's own aiohttp session: the same requests and the same errors as through ``GCSFileSystem._call``, with less
-of the client's CPU.
+"""The two hot calls of a GCS rename, the pinned rewrite and the pinned delete, as direct JSON API requests on
+gcsfs's own aiohttp session: the same calls and the same errors as through ``GCSFileSystem._call``, with less of
+the client's CPU, and fewer HTTP requests: calls made in the same turn of the event loop (the renames of a unit,
+in flight together) go in batch requests of up to 100 calls (https://cloud.google.com/storage/docs/batch), a
+call alone as a plain request. Each part of a batch answer is judged as the call's own answer would be; a part
+missing is an answer lost (``ClientPayloadError``, retried and resolved by the committer as a lost connection);
+a batch request that fails fails each of its calls with its error.
 
 A request here is gcsfs's request made without its generic machinery (its debug log line formatted for every
 call, the template formatting and the query built by aiohttp from a dict): the URL gcsfs builds (its endpoint,
