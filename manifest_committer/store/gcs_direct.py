@@ -30,6 +30,10 @@ from urllib.parse import quote, urlencode, urlsplit
 
 BATCH_LIMIT = 100
 """Requests a batch request holds at most (the JSON API's limit)."""
+REQUESTS_IN_FLIGHT = 4
+"""HTTP requests in flight at once; calls made meanwhile wait and go in the next batch. A batch of calls costs the
+client a fraction of their requests alone, and the store serves them in a fraction of the time, so a few batches
+in flight keep up with the calls of every thread of a job commit while each holds dozens of calls."""
 _BOUNDARY = "manifest-committer-batch-7d1f3a"
 
 _GCSFS_METHODS = ("_call", "_get_headers", "_get_params", "_format_path", "_set_session", "base", "batch_url_base")
@@ -51,6 +55,7 @@ class DirectObjectRequests:
         self._base_path = split.path
         self._queue: list[_Request] = []
         self._in_flight: set[asyncio.Future[None]] = set()
+        self._flush_scheduled = False
 
     @classmethod
     def of(cls, fs: Any) -> DirectObjectRequests | None:
@@ -111,18 +116,30 @@ class DirectObjectRequests:
         target = f"{self._base_path}{path}?{urlencode(fs._get_params(params), quote_via=quote)}"
         request = _Request(method, target, headers, asyncio.get_running_loop().create_future())
         self._queue.append(request)
-        if len(self._queue) == 1:
-            asyncio.get_running_loop().call_soon(self._flush)
+        self._schedule_flush()
         status, contents = await request.answer
         validate_response(status, contents, template, args)
         return contents
 
+    def _schedule_flush(self) -> None:
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
     def _flush(self) -> None:
-        queued, self._queue = self._queue, []
-        for start in range(0, len(queued), BATCH_LIMIT):
-            task = asyncio.ensure_future(self._answer(queued[start : start + BATCH_LIMIT]))
+        """Sends what is queued, at most ``BATCH_LIMIT`` calls a request, while fewer than ``REQUESTS_IN_FLIGHT``
+        requests are in flight; the rest waits for the next request to finish."""
+        self._flush_scheduled = False
+        while self._queue and len(self._in_flight) < REQUESTS_IN_FLIGHT:
+            taken, self._queue = self._queue[:BATCH_LIMIT], self._queue[BATCH_LIMIT:]
+            task = asyncio.ensure_future(self._answer(taken))
             self._in_flight.add(task)
-            task.add_done_callback(self._in_flight.discard)
+            task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Future[None]) -> None:
+        self._in_flight.discard(task)
+        if self._queue:
+            self._schedule_flush()
 
     async def _answer(self, requests: list[_Request]) -> None:
         """Sends ``requests`` (alone, or as one batch) and hands each its answer, or the error of the whole."""
