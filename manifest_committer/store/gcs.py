@@ -236,16 +236,16 @@ class GCSStore(FsspecStore):
             token: str | None = None
             seen = 0
             while seen <= budget:
-                page = await self.fs._call(
-                    "GET",
-                    "b/{}/o",
-                    bucket,
-                    prefix=f"{prefix}/" if prefix else None,
-                    startOffset=keys[0],
-                    maxResults=LISTING_PAGE,
-                    pageToken=token,
-                    json_out=True,
-                )
+                params = {
+                    "prefix": f"{prefix}/" if prefix else None,
+                    "startOffset": keys[0],
+                    "maxResults": LISTING_PAGE,
+                    "pageToken": token,
+                }
+                if self._direct is not None:
+                    page = await self._direct.list_objects(bucket, params)
+                else:
+                    page = await self.fs._call("GET", "b/{}/o", bucket, json_out=True, **params)
                 items = page.get("items") or []
                 seen += len(items)
                 for item in items:

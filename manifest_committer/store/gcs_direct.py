@@ -94,6 +94,11 @@ class DirectObjectRequests:
         answer: dict[str, Any] = json.loads(contents)
         return answer
 
+    async def list_objects(self, bucket: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A page of the listing of ``bucket`` (``objects.list`` with ``params``; ``None`` values left out)."""
+        page: dict[str, Any] = json.loads(await self._send("GET", "b/{}/o", (bucket,), params, None))
+        return page
+
     async def delete(self, bucket: str, key: str, generation: str) -> None:
         """Delete generation ``generation`` of ``bucket/key``."""
         await self._send("DELETE", "b/{}/o/{}", (bucket, key), {"generation": generation}, None)
