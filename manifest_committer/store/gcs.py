@@ -65,6 +65,8 @@ LISTING_PAGE = 1000
 LISTING_SLACK = 4
 """A batch's listing of its sources' names reads at most this many names a source (other objects in the range)
 plus a page, before the sources not yet seen are probed one by one."""
+LISTED_FIELDS = "items(name,generation),nextPageToken"
+"""What a listing of a batch's sources returns of each (a partial response): all its renames use."""
 
 CREDENTIAL_SOURCES = (
     "storage_options token (a service-account JSON file or dict, 'google_default', 'cloud', or 'anon') and "
@@ -239,7 +241,9 @@ class GCSStore(FsspecStore):
                 params = {
                     "prefix": f"{prefix}/" if prefix else None,
                     "startOffset": keys[0],
-                    "maxResults": LISTING_PAGE,
+                    # a first page just large enough for the usual case (the sources and few others between)
+                    "maxResults": LISTING_PAGE if token else min(LISTING_PAGE, LISTING_SLACK * len(keys)),
+                    "fields": LISTED_FIELDS,
                     "pageToken": token,
                 }
                 if self._direct is not None:

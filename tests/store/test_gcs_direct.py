@@ -444,3 +444,23 @@ def test_a_part_missing_from_a_batch_answer_is_a_lost_answer_and_a_failed_batch_
     assert type(lost[1]).__name__ == "ClientPayloadError" and is_transient_gcs(lost[1])
     assert [getattr(error, "code", None) for error in failed] == [503, 503]
     assert all(is_transient_gcs(error) for error in failed)
+
+
+def test_sources_far_apart_in_the_listing_are_all_found_on_its_later_pages(
+    gcs_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = _store(gcs_bucket)
+    store, root = opened.store, opened.path
+    sources = [f"{root}/src/f{n}.csv" for n in range(3)]
+    for n, source in enumerate(sources):
+        store.write_bytes(source, f"{n}".encode())
+        for other in range(20):  # names sorting between the sources: more than the first page holds
+            store.write_bytes(f"{root}/src/f{n}.csv.other{other:02d}", b"x")
+    sends = _direct_sends(store, monkeypatch)
+    pairs = [(source, source.replace("/src/", "/dst/")) for source in sources]
+    assert store.rename_files(pairs, [RenameHint(None, dest_clear=True)] * len(pairs)) == [None] * len(pairs)
+    monkeypatch.undo()
+    assert sends.count("GET") == 2  # a first page of 12 names, then a full page; no probe of a source
+    for n, (_, dest) in enumerate(pairs):
+        assert store.read_bytes(dest) == f"{n}".encode()
+    store.close()
