@@ -1,10 +1,11 @@
 """The two hot calls of a GCS rename, the pinned rewrite and the pinned delete, as direct JSON API requests on
 gcsfs's own aiohttp session: the same calls and the same errors as through ``GCSFileSystem._call``, with less of
-the client's CPU, and fewer HTTP requests: calls made in the same turn of the event loop (the renames of a unit,
-in flight together) go in batch requests of up to 100 calls (https://cloud.google.com/storage/docs/batch), a
-call alone as a plain request. Each part of a batch answer is judged as the call's own answer would be; a part
-missing is an answer lost (``ClientPayloadError``, retried and resolved by the committer as a lost connection);
-a batch request that fails fails each of its calls with its error.
+the client's CPU, and fewer HTTP requests (so is the listing of a batch's sources): calls made in the same turn of
+the event loop, or while ``REQUESTS_IN_FLIGHT`` requests are in flight, go together in batch requests of up to 100
+calls (https://cloud.google.com/storage/docs/batch), a call alone as a plain request. Each part of a batch answer
+is judged as the call's own answer would be; a part missing is an answer lost (``ClientPayloadError``, retried
+and resolved by the committer as a lost connection); a batch request that fails fails each of its calls with its
+error.
 
 A request here is gcsfs's request made without its generic machinery (its debug log line formatted for every
 call, the template formatting and the query built by aiohttp from a dict): the URL gcsfs builds (its endpoint,
@@ -47,7 +48,8 @@ def _quote(name: str) -> str:
 
 
 class DirectObjectRequests:
-    """The rewrite and delete of a rename on one ``GCSFileSystem``'s endpoint, session and credentials."""
+    """The rewrite, delete and listing calls of renames on one ``GCSFileSystem``'s endpoint, session and
+    credentials."""
 
     def __init__(self, fs: Any) -> None:
         self._fs = fs
