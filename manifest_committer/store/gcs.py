@@ -22,6 +22,9 @@ Between 2 and 3 both paths hold the file. A rename interrupted there is finished
 with the source's size, crc32c and MD5 holds the same bytes, so deleting the source loses nothing. Etags and
 generations change with a copy (``etags_preserved_in_rename`` is false); crc32c survives it.
 
+Steps 2 and 3 go straight onto gcsfs's session (``gcs_direct``): the same calls and errors as gcsfs's, the calls
+of renames in flight together in JSON API batch requests; a filesystem it cannot reproduce stays on gcsfs's path.
+
 This module also decides which GCS errors a retry may cure (``is_transient_gcs``).
 """
 
@@ -43,6 +46,7 @@ from fsspec.asyn import sync
 
 from ..urls import decode_path, split_url
 from .bindings import OpenedStore, StoreBinding, cloud_filesystems, scheme_of
+from .gcs_direct import DirectObjectRequests
 from .operations import (
     AUTH_STATUS_CODES,
     COPY_THEN_DELETE_OBJECT_STORE,
@@ -61,6 +65,8 @@ LISTING_PAGE = 1000
 LISTING_SLACK = 4
 """A batch's listing of its sources' names reads at most this many names a source (other objects in the range)
 plus a page, before the sources not yet seen are probed one by one."""
+LISTED_FIELDS = "items(name,generation),nextPageToken"
+"""What a listing of a batch's sources returns of each (a partial response): all its renames use."""
 
 CREDENTIAL_SOURCES = (
     "storage_options token (a service-account JSON file or dict, 'google_default', 'cloud', or 'anon') and "
@@ -106,6 +112,8 @@ class GCSStore(FsspecStore):
 
     def __init__(self, fs: Any, scheme: str = "gs", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)
+        self._direct = DirectObjectRequests.of(fs)
+        """The rewrite and delete of a rename as direct requests (``gcs_direct``); ``None``: through gcsfs."""
 
     def from_url(self, url: str) -> str:
         scheme, authority, path = split_url(url)
@@ -230,16 +238,18 @@ class GCSStore(FsspecStore):
             token: str | None = None
             seen = 0
             while seen <= budget:
-                page = await self.fs._call(
-                    "GET",
-                    "b/{}/o",
-                    bucket,
-                    prefix=f"{prefix}/" if prefix else None,
-                    startOffset=keys[0],
-                    maxResults=LISTING_PAGE,
-                    pageToken=token,
-                    json_out=True,
-                )
+                params = {
+                    "prefix": f"{prefix}/" if prefix else None,
+                    "startOffset": keys[0],
+                    # a first page just large enough for the usual case (the sources and few others between)
+                    "maxResults": LISTING_PAGE if token else min(LISTING_PAGE, LISTING_SLACK * len(keys)),
+                    "fields": LISTED_FIELDS,
+                    "pageToken": token,
+                }
+                if self._direct is not None:
+                    page = await self._direct.list_objects(bucket, params)
+                else:
+                    page = await self.fs._call("GET", "b/{}/o", bucket, json_out=True, **params)
                 items = page.get("items") or []
                 seen += len(items)
                 for item in items:
@@ -298,25 +308,33 @@ class GCSStore(FsspecStore):
         token: str | None = None
         while rewrite.get("done") is not True:
             # gcsfs maps 412 (precondition failed: the destination appeared) to FileExistsError.
-            rewrite = await self.fs._call(
-                "POST",
-                "b/{}/o/{}/rewriteTo/b/{}/o/{}",
-                source_bucket,
-                source_key,
-                dest_bucket,
-                dest_key,
-                headers={"Content-Type": "application/json"},
-                json_out=True,
-                sourceGeneration=generation,
-                ifGenerationMatch=0,
-                rewriteToken=token,
-            )
+            if self._direct is not None:
+                rewrite = await self._direct.rewrite(
+                    (source_bucket, source_key), (dest_bucket, dest_key), generation, token
+                )
+            else:
+                rewrite = await self.fs._call(
+                    "POST",
+                    "b/{}/o/{}/rewriteTo/b/{}/o/{}",
+                    source_bucket,
+                    source_key,
+                    dest_bucket,
+                    dest_key,
+                    headers={"Content-Type": "application/json"},
+                    json_out=True,
+                    sourceGeneration=generation,
+                    ifGenerationMatch=0,
+                    rewriteToken=token,
+                )
             token = rewrite.get("rewriteToken")
         await self._delete_generation(source_bucket, source_key, generation)
 
     async def _delete_generation(self, bucket: str, key: str, generation: str) -> None:
         try:
-            await self.fs._call("DELETE", "b/{}/o/{}", bucket, key, generation=generation)
+            if self._direct is not None:
+                await self._direct.delete(bucket, key, generation)
+            else:
+                await self.fs._call("DELETE", "b/{}/o/{}", bucket, key, generation=generation)
         except FileNotFoundError:
             log.debug("Rename source %s/%s was already deleted", bucket, key)
 

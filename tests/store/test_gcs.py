@@ -30,6 +30,15 @@ def _count_requests(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[st
         return await original(method, path, *args, **kwargs)
 
     monkeypatch.setattr(store.fs, "_call", counted)
+    direct = store._direct
+    if direct is not None:
+        send = direct._send
+
+        async def counted_direct(method: str, template: str, args: tuple[str, ...], *rest: Any) -> bytes:
+            requests.append(f"{method} {template} {' '.join(args)}")
+            return await send(method, template, args, *rest)
+
+        monkeypatch.setattr(direct, "_send", counted_direct)
     return requests
 
 
