@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -254,29 +254,49 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         calls with an error no more are started, so the list may be shorter than ``pairs``. ``record`` gets each
         call's milliseconds (a batch's calls take as long as the batch), not the wait for slots. ``hints``
         (empty, or one per pair) tell the store what the job knows of each rename (``RenameHint``)."""
-        slots = self.context.call_slots
         outcomes: list[Exception | None] = []
+        rounds = self._in_slots(
+            len(pairs),
+            lambda start, end: self._store.rename_files(pairs[start:end], hints[start:end]),
+            lambda start: f"{self.to_url(pairs[start][1])}: the store answered",
+            "renames",
+            record,
+        )
+        for answered in rounds:
+            outcomes += answered
+            if any(outcome is not None for outcome in answered):
+                break
+        return outcomes
+
+    def _in_slots(
+        self,
+        total: int,
+        send: Callable[[int, int], Sequence[T]],
+        who: Callable[[int], str],
+        what: str,
+        record: Callable[[int], None],
+    ) -> Iterator[Sequence[T]]:
+        """The rounds of a fast batch call over ``total`` items: each round ``send(start, end)`` gets as many as
+        ``call_slots`` has free (all that are left if no slots bound the calls), and its slots are given back
+        before its answers (one per item, else a ``CommitterError`` starting with ``who(start)``) are yielded.
+        ``record`` gets each item's milliseconds (a round's items take as long as the round)."""
+        slots = self.context.call_slots
         done = 0
-        while done < len(pairs):
-            taken = len(pairs) - done if slots is None else slots.take(len(pairs) - done)
+        while done < total:
+            taken = total - done if slots is None else slots.take(total - done)
             start = time.perf_counter()
             try:
-                answered = self._store.rename_files(pairs[done : done + taken], hints[done : done + taken])
+                answered = send(done, done + taken)
             finally:
                 if slots is not None:
                     slots.give(taken)
             if len(answered) != taken:
-                raise CommitterError(
-                    f"{self.to_url(pairs[done][1])}: the store answered {len(answered)} of {taken} renames"
-                )
-            outcomes += answered
+                raise CommitterError(f"{who(done)} {len(answered)} of {taken} {what}")
             elapsed = elapsed_ms(start)
             for _ in range(taken):
                 record(elapsed)
             done += taken
-            if any(outcome is not None for outcome in outcomes[-taken:]):
-                break
-        return outcomes
+            yield answered
 
     def rename_dir(self, source: str, dest: str) -> None:
         """Move a tree in one call, never onto anything (only where ``capabilities.directory_rename``)."""
@@ -324,26 +344,14 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         if not uploads:
             return []
         store = self._uploads(uploads[0].path)
-        slots = self.context.call_slots
-        outcomes: list[str | Exception] = []
-        while len(outcomes) < len(uploads):
-            done = len(outcomes)
-            taken = len(uploads) - done if slots is None else slots.take(len(uploads) - done)
-            start = time.perf_counter()
-            try:
-                answered = store.complete_uploads(uploads[done : done + taken])
-            finally:
-                if slots is not None:
-                    slots.give(taken)
-            if len(answered) != taken:
-                raise CommitterError(
-                    f"s3://{uploads[done].path}: the store answered {len(answered)} of {taken} completions"
-                )
-            outcomes += answered
-            elapsed = elapsed_ms(start)
-            for _ in range(taken):
-                record(elapsed)
-        return outcomes
+        rounds = self._in_slots(
+            len(uploads),
+            lambda start, end: store.complete_uploads(uploads[start:end]),
+            lambda start: f"s3://{uploads[start].path}: the store answered",
+            "completions",
+            record,
+        )
+        return [outcome for answered in rounds for outcome in answered]
 
     def holds(self, pending: PendingUpload) -> str | None:
         """The ETag of the object at ``pending``'s key if it is provably that upload's, ``None`` if provably not."""
