@@ -22,7 +22,7 @@ from manifest_committer.store import Fault, FaultInjectingStore, RenameHint, ope
 from manifest_committer.store.workers import WorkerDispatchStore, WorkerPool, WorkerSetup, WorkerStoreError
 from manifest_committer.store.workers.portable_errors import TRANSIENT, portable
 from manifest_committer.store.workers.setup import effective_storage_options
-from tests.fixtures.worker_stores import HoldingStore, refuse_in_a_worker
+from tests.fixtures.worker_stores import HoldingStore, process_gone, refuse_in_a_worker
 
 WAIT = 60.0
 """Seconds a test waits for a worker to do what it was asked, before it fails (not a speed target)."""
@@ -171,15 +171,7 @@ def test_workers_exit_when_the_committer_process_is_killed(tmp_path: Path) -> No
     _wait_for(lambda: list(signals.glob("held-*")), "a worker took the batch")
     committer.kill()
     committer.wait()
-
-    def gone(pid: int) -> bool:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # a zombie of the killed committer: ended
-
-    _wait_for(lambda: all(gone(pid) for pid in workers), "the workers of a killed committer exited")
+    _wait_for(lambda: all(process_gone(pid) for pid in workers), "the workers of a killed committer exited")
     (signals / "release").write_text("")
     assert sorted(path.name for path in (tmp_path / "data" / "src").iterdir()) == ["f0", "f1"], (
         "the batch in flight was abandoned, not made after the committer died"

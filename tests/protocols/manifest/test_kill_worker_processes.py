@@ -29,7 +29,7 @@ from tests.fixtures.killing.listing import Listing, outside_temporary
 from tests.fixtures.killing.rename_protocols import RenameScenario
 from tests.fixtures.killing.report import Report, killed_state
 from tests.fixtures.killing.scenario import StoreWrapper
-from tests.fixtures.worker_stores import HoldingStore, KillingStore
+from tests.fixtures.worker_stores import HoldingStore, KillingStore, process_gone
 
 WORKERS = mc.CommitterConfig(io_threads=4, io_processes=2, save_retry_interval=0, store_retry_interval=0)
 WAIT = 60.0
@@ -90,14 +90,6 @@ def _commit_in_child(dest: str, spill: str, signals: str) -> None:
     committer.commit_job()
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
-
-
 @pytest.mark.parametrize("follow_up", ["rerun", "abort"])
 def test_workers_of_a_killed_committer_stop_and_a_fresh_committer_finishes_or_undoes_the_job(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, follow_up: Literal["rerun", "abort"]
@@ -119,7 +111,7 @@ def test_workers_of_a_killed_committer_stop_and_a_fresh_committer_finishes_or_un
     assert child.pid is not None
     os.kill(child.pid, signal.SIGKILL)
     child.join(WAIT)
-    while not all(_gone(pid) for pid in workers):
+    while not all(process_gone(pid) for pid in workers):
         assert time.monotonic() < deadline, "a worker outlived its committer"
         time.sleep(0.01)
     (signals / "release").write_text("")  # a worker still alive would now make its batch
