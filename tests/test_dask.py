@@ -11,24 +11,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import dask.dataframe as dd
-import orjson
 import pandas as pd
 import pytest
 from distributed import Client
 
 import manifest_committer.dask as mcd
-from manifest_committer.markers import MarkerPaths, read_markers
-from manifest_committer.paths import JobPaths
-from manifest_committer.protocols.transactional.readers import store_retry_policy
-from manifest_committer.store import open_store
 from tests.fixtures.emulators import Emulator
 from tests.fixtures.frameworks import patch_task_writer, unpatch_task_writer
 from tests.fixtures.writing import (
+    BATCHED_MARKERS,
     NASTY_COLUMNS,
     NASTY_DIRECTORIES,
     NASTY_ROWS,
     PROTOCOLS,
     attempts_per_task,
+    check_markers_batched_by_the_driver,
     data_files,
     has_success,
     partition_directories,
@@ -124,23 +121,10 @@ def test_every_protocol_on_azurite(client: Client, azurite: Emulator, azure_cont
     assert attempts_per_task(url) == {index: 1 for index in range(4)}
 
 
-BATCHED_MARKERS = {
-    "mapreduce.manifest.committer.markers.type": "batched",
-    "mapreduce.fileoutputcommitter.cleanup.skipped": "true",  # the job's markers stay, to be read here
-}
-
-
 def test_batched_markers_go_through_the_drivers_marker_server(client: Client, tmp_path: Path) -> None:
     """Asked for, batched markers go through a marker server in the driver, on the driver's address."""
     url = str(tmp_path / "out")
     summary = mcd.write(frame(), url, partition_by=["dt"], protocol="transactional", options=BATCHED_MARKERS)
     assert summary is not None and summary.success
     assert read_rows(url, COLUMNS) == ROWS
-    (job_dir,) = (tmp_path / "out" / "_temporary").iterdir()
-    markers = job_dir / "00" / "markers"
-    opened = open_store(url)
-    store, root = opened.store, opened.path
-    found = read_markers(store, MarkerPaths(JobPaths(root, job_dir.name, 0)), store_retry_policy(store))
-    assert found.batched and found.direct_count == 0 and len(found.markers) == len(data_files(url))
-    server = orjson.loads((markers / "server.json").read_bytes())
-    assert server["host"] == mcd.driver_address()
+    check_markers_batched_by_the_driver(tmp_path / "out", mcd.driver_address())

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -19,18 +18,16 @@ import ray
 
 import manifest_committer.ray as mcr
 from manifest_committer.errors import ConfigError
-from manifest_committer.markers import MarkerPaths, read_markers
-from manifest_committer.paths import JobPaths
-from manifest_committer.protocols.transactional.readers import store_retry_policy
-from manifest_committer.store import open_store
 from tests.fixtures.emulators import Emulator
 from tests.fixtures.ray_sinks import BundlingSink, FlakySink
 from tests.fixtures.writing import (
+    BATCHED_MARKERS,
     NASTY_COLUMNS,
     NASTY_DIRECTORIES,
     NASTY_ROWS,
     PROTOCOLS,
     attempts_per_task,
+    check_markers_batched_by_the_driver,
     data_files,
     has_success,
     partition_directories,
@@ -181,23 +178,10 @@ def test_blocks_whose_schemas_cannot_unify_are_written_apart(tmp_path: Path) -> 
     assert sorted(((row["dt"], row["x"]) for row in back), key=repr) == sorted(rows, key=repr)  # Ray reads each
 
 
-BATCHED_MARKERS = {
-    "mapreduce.manifest.committer.markers.type": "batched",
-    "mapreduce.fileoutputcommitter.cleanup.skipped": "true",  # the job's markers stay, to be read here
-}
-
-
 def test_batched_markers_go_through_the_drivers_marker_server(tmp_path: Path) -> None:
     """Asked for, batched markers go through a marker server in the driver, on the driver's address."""
     url = str(tmp_path / "out")
     summary = mcr.write(dataset(), url, partition_by=["dt"], protocol="transactional", options=BATCHED_MARKERS)
     assert summary is not None and summary.success
     assert read_rows(url, COLUMNS) == ROWS
-    (job_dir,) = (tmp_path / "out" / "_temporary").iterdir()
-    markers = job_dir / "00" / "markers"
-    opened = open_store(url)
-    store, root = opened.store, opened.path
-    found = read_markers(store, MarkerPaths(JobPaths(root, job_dir.name, 0)), store_retry_policy(store))
-    assert found.batched and found.direct_count == 0 and len(found.markers) == len(data_files(url))
-    server = orjson.loads((markers / "server.json").read_bytes())
-    assert server["host"] == mcr.driver_address()
+    check_markers_batched_by_the_driver(tmp_path / "out", mcr.driver_address())
