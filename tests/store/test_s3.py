@@ -313,6 +313,26 @@ def test_a_batch_of_completions_goes_out_together_with_an_outcome_each(s3_bucket
     assert store.complete_upload(uploads[3]) == outcomes[3], "completed already: recognised as ours"
 
 
+def test_a_read_is_one_get_whatever_its_size(s3_bucket: str, s3_store: S3Store) -> None:
+    """s3fs would ask for a whole object's size (a HEAD) before reading it; the committer's reads are one GET, and a
+    missing object is still ``FileNotFoundError``."""
+    store = s3_store
+    sent: list[str] = []
+    client = store.fs.s3
+    event = "before-send.s3"
+    watch = lambda request, **_: sent.append(request.method)  # noqa: E731
+    for size in (0, 10, 6 * MIB):
+        store.fs.pipe_file(f"{s3_bucket}/read/{size}", b"x" * size)
+    client.meta.events.register(event, watch)
+    try:
+        assert [len(store.read_bytes(f"{s3_bucket}/read/{size}")) for size in (0, 10, 6 * MIB)] == [0, 10, 6 * MIB]
+        assert sent == ["GET", "GET", "GET"]
+        with pytest.raises(FileNotFoundError):
+            store.read_bytes(f"{s3_bucket}/read/missing")
+    finally:
+        client.meta.events.unregister(event, watch)
+
+
 # --- put, abort, list ------------------------------------------------------------------------------------------------
 
 
