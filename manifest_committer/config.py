@@ -158,6 +158,7 @@ _HADOOP_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     MANIFEST_PREFIX + "store.retry.interval": ("store_retry_interval", _parse_non_negative_number),
     MANIFEST_PREFIX + "store.retry.max.wait": ("store_retry_max_wait", _parse_non_negative_number),
     MANIFEST_PREFIX + "store.retry.max.time": ("store_retry_max_time", _parse_non_negative_number),
+    MANIFEST_PREFIX + "store.direct.requests": ("store_direct_requests", _parse_bool),
     # Write markers of the transactional and upload protocols (docs/markers.md).
     MANIFEST_PREFIX + "markers.type": ("markers_type", _parse_marker_type),
     MANIFEST_PREFIX + "markers.batch.interval.ms": ("markers_batch_interval_ms", _parse_positive_int),
@@ -208,6 +209,10 @@ class CommitterConfig:
     store_retry_max_time: float = 120.0
     """Seconds after a store call's first attempt began when no further attempt starts; 0 means no limit
     (``store.retry.max.time``). The cloud stores' clients do not retry on their own, so this bounds a call."""
+    store_direct_requests: bool = True
+    """Whether the Azure, GCS and S3 stores send a job commit's hot requests themselves, on the client library's
+    own session with its credentials (GCS's in batch requests), rather than through its calls one by one
+    (``store.direct.requests``); ``False`` keeps every request on the client library's own path."""
     rename_batch_size: int = 128
     """Most files one unit of work renames; batching keeps per-file overhead in microseconds."""
     io_processes: int = 1

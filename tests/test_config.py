@@ -143,6 +143,7 @@ def test_other_keys_are_ignored() -> None:
         (M + "store.retry.interval", "store_retry_interval", "0.5", 0.5),
         (M + "store.retry.max.wait", "store_retry_max_wait", "4", 4.0),
         (M + "store.retry.max.time", "store_retry_max_time", "0", 0.0),
+        (M + "store.direct.requests", "store_direct_requests", "false", False),
     ],
 )
 def test_keys_of_our_own_are_parsed(key: str, field: str, text: str, value: object) -> None:

@@ -36,6 +36,7 @@ from ..retry import RetryPolicy
 from ..stages.base import Stage, StageContext
 from ..statistic_names import COMMITTER_WORKER_PROCESS_START, JOB_STAGE_ABORT, OP_DELETE, STORE_IO_RATE_LIMITED
 from ..store import OpenedStore, StoreOperations, open_store, store_bindings
+from ..store.operations import use_client_calls_only
 from ..store.rate_limit import RateLimitedStore, TokenBucket
 from ..store.workers import WorkerDispatchStore, WorkerPool, WorkerSetup
 from ..store.workers.setup import effective_storage_options
@@ -172,6 +173,8 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         self.destination = destination
         self.job_id_source = job_id_source
         opened = self._open_store(destination, self.storage_options)
+        if not self.config.store_direct_requests:
+            use_client_calls_only(opened.store)
         # A wrapper sees every store call of every stage: the way tests inject faults and latency.
         self._store = store_wrapper(opened.store) if store_wrapper is not None else opened.store
         self._store_wrapper = store_wrapper
@@ -522,6 +525,7 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
             store_bindings().binding_for(self.destination),
             self._store_wrapper,
             1 if self._store.capabilities.microsecond_calls else self.config.io_threads,
+            self.config.store_direct_requests,
         )
         try:
             pickle.dumps(setup)

@@ -295,6 +295,10 @@ class AzureBlobStore(FsspecStore):
 
     # --- resources ------------------------------------------------------------------------------------------
 
+    def use_client_calls_only(self) -> None:
+        """Renames copy and delete through the SDK's own calls (``azure_direct`` off)."""
+        self._direct = None
+
     def close(self) -> None:
         """Close the private filesystem's service client (its HTTP session) and credential; idempotent.
 

@@ -124,6 +124,11 @@ class GCSStore(FsspecStore):
     def is_transient(self, error: BaseException) -> bool:
         return caused_by_transient(error, is_transient_gcs)
 
+    def use_client_calls_only(self) -> None:
+        """Renames and their listings through gcsfs's own calls, one request each (``gcs_direct`` and its batch
+        requests off)."""
+        self._direct = None
+
     def close(self) -> None:
         """Close the private filesystem's aiohttp session; idempotent.
 

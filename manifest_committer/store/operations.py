@@ -256,6 +256,12 @@ class StoreOperations(Protocol):
         ...
 
 
+def use_client_calls_only(store: StoreOperations) -> None:
+    """``FsspecStore.use_client_calls_only`` of ``store``; a store of another kind sends no requests of its own."""
+    if isinstance(store, FsspecStore):
+        store.use_client_calls_only()
+
+
 class FsspecStore:
     """``StoreOperations`` bound to one fsspec filesystem; the base of every backend.
 
@@ -279,6 +285,10 @@ class FsspecStore:
     def close(self) -> None:
         """Nothing to release for a filesystem without network clients (local disk, memory)."""
         self.closed = True
+
+    def use_client_calls_only(self) -> None:
+        """Send every request through the client library's own calls (``store.direct.requests=false``): a store
+        that sends some requests itself stops; the others have nothing to change."""
 
     # --- URLs -------------------------------------------------------------------------------------------------
 

@@ -194,6 +194,8 @@ class S3Store(FsspecStore):
 
     def __init__(self, fs: Any, scheme: str = "s3", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)
+        self._direct = True
+        """Whether completions may go direct (``s3_direct``); ``use_client_calls_only`` turns it off."""
         self._routes: dict[str, s3_direct.Route | None] = {}
         """Per bucket, where its completions go directly, or ``None`` where they keep the SDK path (``s3_direct``)."""
         self._single_request_read: dict[str, int] = (
@@ -223,6 +225,10 @@ class S3Store(FsspecStore):
             return True
         details = client_error_details(error)
         return details is not None and (details[0] in _AUTH_ERROR_CODES or details[1] in AUTH_STATUS_CODES)
+
+    def use_client_calls_only(self) -> None:
+        """Completions through the SDK's own call (``s3_direct`` off); a batch's still go out together."""
+        self._direct = False
 
     # --- reads -------------------------------------------------------------------------------------------------
 
@@ -356,7 +362,7 @@ class S3Store(FsspecStore):
         async def all_at_once() -> list[Any]:
             results: list[Any] = [None] * len(uploads)
             for index, pending in enumerate(uploads):  # the first completion of a bucket shows its route
-                if pending.upload_id is not None and pending.bucket not in self._routes:
+                if self._direct and pending.upload_id is not None and pending.bucket not in self._routes:
                     results[index] = await self._observed(pending, requests[index])
             pending_indexes = [index for index in range(len(uploads)) if results[index] is None]
             answers = await asyncio.gather(
@@ -379,7 +385,7 @@ class S3Store(FsspecStore):
     async def _send(self, pending: PendingUpload, request: tuple[str, dict[str, Any]]) -> Any:
         """The completion of ``pending``: direct where its bucket has a route, else through the SDK. Returns what
         the SDK returns (a dict with the ``ETag``); raises what s3fs raises."""
-        route = self._routes.get(pending.bucket)
+        route = self._routes.get(pending.bucket) if self._direct else None
         if route is None or pending.upload_id is None:
             method, arguments = request
             return await self.fs._call_s3(method, **arguments)

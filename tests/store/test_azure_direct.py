@@ -14,6 +14,7 @@ from manifest_committer.errors import SourceChangedError
 from manifest_committer.store import OpenedStore, RenameHint, open_store
 from manifest_committer.store.azure import AzureBlobStore
 from manifest_committer.store.azure_direct import Answer, DirectBlobRequests, SharedKey, service_error
+from manifest_committer.store.operations import use_client_calls_only
 from tests.fixtures.emulators import AZURITE_ACCOUNT, AZURITE_KEY, Emulator
 
 pytestmark = pytest.mark.azure
@@ -61,6 +62,32 @@ def test_a_shared_key_client_renames_directly_any_name_without_a_blob_client(
         assert store.read_bytes(dest) == dest.rsplit("/dst/", 1)[1].encode() * 2
         moved = store.info(dest)
         assert moved is not None and status is not None and store.same_content(status, moved)
+    store.close()
+
+
+def test_with_direct_requests_off_renames_go_through_the_sdk(
+    azure_container: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``store.direct.requests=false``: the SDK's own copy and delete, with the same outcome."""
+    opened = _store(azure_container)
+    store, root = opened.store, opened.path
+    use_client_calls_only(store)
+    assert store._direct is None
+    pairs, hints = _sources(store, root, NAMES)
+    built: list[object] = []
+    clients = store._clients
+
+    def counted(*args: Any) -> Any:
+        built.append(args)
+        return clients(*args)
+
+    monkeypatch.setattr(store, "_clients", counted)
+    assert store.rename_files(pairs, hints) == [None] * len(NAMES)
+    monkeypatch.undo()
+    assert len(built) >= len(NAMES), "each rename built the SDK's blob clients"
+    for source, dest in pairs:
+        assert store.info(source) is None
+        assert store.read_bytes(dest) == dest.rsplit("/dst/", 1)[1].encode() * 2
     store.close()
 
 

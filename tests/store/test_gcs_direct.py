@@ -110,6 +110,43 @@ def test_a_job_commit_lands_byte_for_byte_with_no_rewrite_or_delete_through_gcsf
     assert output(committer) == files
 
 
+def test_with_direct_requests_off_a_job_commit_renames_through_gcsfs_alone(
+    gcs_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``store.direct.requests=false``: every rewrite goes through gcsfs's own call, in the committer's process and
+    in its worker processes, and the job lands as on the direct route."""
+    config = mc.CommitterConfig.from_hadoop_conf(
+        {"mapreduce.manifest.committer.store.direct.requests": "false"},
+        save_retry_interval=0,
+        store_retry_interval=0,
+    )
+    committer = mc.ManifestCommitter(f"gs://{gcs_bucket}/out", "job-gcsfs", config=config)
+    committer.setup_job()
+    files = {f"p={n % 3}/{name}": f"{n}:{name}".encode() * 50 for n, name in enumerate(NAMES * 2)}
+    run_task(committer, "task_00000", "attempt_00000_0", files)
+    store = committer.store
+    assert isinstance(store, GCSStore)
+    assert store._direct is None
+    setup = committer._worker_setup()
+    assert setup is not None and not setup.direct_requests
+    worker_store = setup.open_store()
+    assert isinstance(worker_store, GCSStore) and worker_store._direct is None
+    worker_store.close()
+    original = store.fs._call
+    rewrites: list[str] = []
+
+    async def spied(method: str, *args: Any, **kwargs: Any) -> Any:
+        if "rewriteTo" in str(args[0] if args else ""):
+            rewrites.append(method)
+        return await original(method, *args, **kwargs)
+
+    monkeypatch.setattr(store.fs, "_call", spied)
+    committer.commit_job()
+    monkeypatch.undo()
+    assert len(rewrites) >= len(files)  # every file, and the job's own renames
+    assert output(committer) == files
+
+
 def test_a_source_gone_is_not_found_and_the_destination_stays_clear(gcs_bucket: str) -> None:
     opened = _store(gcs_bucket)
     store, root = opened.store, opened.path

@@ -11,6 +11,7 @@ import pytest
 from fsspec.asyn import sync
 
 from manifest_committer.store import s3_direct
+from manifest_committer.store.operations import use_client_calls_only
 from manifest_committer.store.pending_upload import PendingUpload, open_pending_upload
 from manifest_committer.store.s3 import S3Store, open_s3_store
 
@@ -73,6 +74,23 @@ def test_after_the_first_completion_of_a_bucket_the_rest_go_direct_keeping_every
     assert isinstance(outcomes[-1], OSError), "an aborted upload: an error (moto answers 500), left to settle"
     assert store.info(aborted.path) is None
     assert store.complete_upload(uploads[1]) == outcomes[1], "completed already: the SDK path recognises it as ours"
+
+
+def test_with_direct_requests_off_every_completion_goes_through_the_sdk(s3_bucket: str) -> None:
+    """``store.direct.requests=false``: no route is learned and every completion is the SDK's own."""
+    store = open_s3_store(f"s3://{s3_bucket}/out").store
+    try:
+        use_client_calls_only(store)
+        uploads = [_pending(store, f"{s3_bucket}/out/{key}", key.encode() * 3) for key in KEYS]
+        with _SdkCompletions(store, s3_bucket) as sdk:
+            outcomes = store.complete_uploads(uploads)
+        assert sdk.sent == len(KEYS)
+        assert s3_bucket not in store._routes
+        assert outcomes == [upload.expected_etag() for upload in uploads]
+        for key in KEYS:
+            assert store.read_bytes(f"{s3_bucket}/out/{key}") == key.encode() * 3
+    finally:
+        store.close()
 
 
 def test_a_request_the_sdk_sends_with_a_header_this_module_would_not_keeps_the_sdk_path(s3_bucket: str) -> None:

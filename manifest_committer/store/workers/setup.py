@@ -9,7 +9,7 @@ from typing import Any
 import fsspec
 
 from ..bindings import StoreBinding, scheme_of
-from ..operations import StoreOperations
+from ..operations import StoreOperations, use_client_calls_only
 
 
 def effective_storage_options(url: str, storage_options: dict[str, Any]) -> dict[str, Any]:
@@ -38,7 +38,11 @@ class WorkerSetup:
     """The committer's ``store_wrapper`` (the tests' fault injection), applied to the worker's store too."""
     threads: int
     """Requests the worker works on at once."""
+    direct_requests: bool = True
+    """The committer's ``store.direct.requests``."""
 
     def open_store(self) -> StoreOperations:
         store = self.binding.open(self.url, self.storage_options).store
+        if not self.direct_requests:
+            use_client_calls_only(store)
         return store if self.store_wrapper is None else self.store_wrapper(store)
