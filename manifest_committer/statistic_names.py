@@ -36,6 +36,9 @@ COMMITTER_TASK_DIRECTORY_DEPTH = "committer_task_directory_depth"
 COMMITTER_TASK_MANIFEST_FILE_SIZE = "committer_task_manifest_file_size"
 COMMIT_FILE_RENAME = "commit_file_rename"
 COMMIT_FILE_RENAME_RECOVERED = "commit_file_rename_recovered"
+# Not in Hadoop: directories a job commit moved into the destination whole, each with its one file
+# (stages/manifest/directory_moves.py).
+COMMITTER_DIRECTORIES_MOVED = "committer_directories_moved"
 # Not in Hadoop: files a repeated job commit found already in place.
 COMMITTER_FILES_ALREADY_COMMITTED = "committer_files_already_committed"
 # Not in Hadoop: retries of transient store errors, and manifests copied for diagnostics.

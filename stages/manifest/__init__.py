@@ -13,6 +13,7 @@ Job side:
     ``load_manifests``       read and check every manifest; nothing in the destination changes yet
     ``create_directories``   make the destination's directories
     ``rename_files``         move every file into place, in parallel batches, journalled
+    ``directory_moves``      which new destination directories of one file a task's directory moves to whole
     ``validate_output``      check what was moved, before ``_SUCCESS``
     ``commit_job``           all of the job side in that order, then ``save_success`` and ``cleanup``
     ``abort_job``            revert an interrupted commit, then clean up

@@ -33,6 +33,7 @@ from ..journal import (
 )
 from ..save_success import SaveSuccessArguments, SaveSuccessStage
 from .create_directories import CreateDirectoriesArguments, CreateDirectoriesStage
+from .directory_moves import movable_directories
 from .load_manifests import LoadManifestsArguments, LoadManifestsResult, LoadManifestsStage
 from .rename_files import RenameFilesArguments, RenameFilesResult, RenameFilesStage, unit_size
 from .validate_output import ValidateOutputArguments, ValidateOutputStage
@@ -69,7 +70,8 @@ class CommitJobResult:
 
 
 class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
-    """Load and check the manifests; record what is accepted; create directories; rename files; validate;
+    """Load and check the manifests; record what is accepted; create directories; rename files (or, where the
+    store renames directories, move a task's directory of one file in whole: ``directory_moves``); validate;
     save ``_SUCCESS``; record the finish; clean up.
 
     Nothing in the destination changes until every manifest has been loaded and checked and ``commit-started``
@@ -113,7 +115,7 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
             else:
                 journal = JournalRun.rerun(self, started.unit_size)
             directories = CreateDirectoriesStage(self.context).apply(
-                CreateDirectoriesArguments(loaded.directories, journal)
+                CreateDirectoriesArguments(loaded.directories, journal, self._movable(loaded))
             )
             renamed = RenameFilesStage(self.context).apply(
                 RenameFilesArguments(
@@ -122,6 +124,7 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
                     arguments.progress,
                     clear_directories=directories.clear,
                     job_directories=frozenset(directory.path for directory in loaded.directories),
+                    moved_in=directories.moved_in,
                 )
             )
             self._set_job_counters(loaded, renamed)
@@ -143,6 +146,14 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
 
         cleanup = self._cleanup(arguments)
         return CommitJobResult(success, loaded.manifest_count, renamed.files_committed, cleanup)
+
+    def _movable(self, loaded: LoadManifestsResult) -> frozenset[str]:
+        """Where the store moves directories atomically and names its real ones, the destination directories
+        whose one file may arrive with its source directory (``directory_moves``)."""
+        capabilities = self.capabilities
+        if not (capabilities.directory_rename and capabilities.real_directories and capabilities.atomic_rename):
+            return frozenset()
+        return movable_directories(loaded.entry_file.chunks(), loaded.file_count, loaded.directories, self.paths)
 
     def _cleanup(self, arguments: CommitJobArguments) -> CleanupResult:
         """After the commit point: a failure is raised unless ``cleanup-failures.ignored``, but the record of

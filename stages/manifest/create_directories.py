@@ -40,6 +40,9 @@ class CreateDirectoriesArguments:
     journal: JournalRun | None = None
     """Records, before anything changes, the directories this stage is about to create (an abort removes those,
     if empty, and no others) and the files in the way it is about to delete. ``None``: record nothing."""
+    movable: frozenset[str] = frozenset()
+    """Leaves whose file may arrive with its source directory (``directory_moves``): those found missing are
+    journaled as this job's, but not made; the rename stage moves a directory there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,9 @@ class CreateDirectoriesResult:
     of the job that goes directly into one finds nothing in its way, unless a writer outside the job puts it
     there meanwhile (which the store's conditional copy still refuses). The rename stage tells the store so
     (``RenameHint.dest_clear``) and spares a probe a file."""
+    moved_in: frozenset[str] = frozenset()
+    """Leaves of ``CreateDirectoriesArguments.movable`` that the probe found missing: journaled, not made, for
+    the rename stage to move a source directory to."""
 
 
 class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectoriesResult]):
@@ -69,7 +75,8 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
     so every directory is probed; and a leaf that a file goes into gets no marker object: its first file
     brings it into being, and a marker would only cost a call and show up as an odd empty "file" to readers
     such as gcsfs's ``find``.
-    Postcondition: every leaf directory exists, or will once its files are renamed into it.
+    Postcondition: every leaf directory exists, or will once its files are renamed (or its source directory
+    moved) into it.
     """
 
     name = JOB_STAGE_CREATE_TARGET_DIRS
@@ -100,7 +107,16 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
 
         # A leaf the probe found as a directory is there already: a mkdirs would only cost a call (and it is
         # not this job's: it is not journaled, so it must not count as created either).
-        to_create = [leaf for leaf in leaves if not _is_directory(found.get(leaf.path))]
+        moved_in = frozenset(path for path in arguments.movable if path in found and found[path] is None)
+        to_create = [
+            leaf for leaf in leaves if not _is_directory(found.get(leaf.path)) and leaf.path not in moved_in
+        ]
+        # A directory moved in needs its parent, which no mkdirs of a leaf below it makes now.
+        to_create += [
+            TargetDirectory(parent, parent.count("/"), EntryStatus.NOT_FOUND)
+            for parent in sorted({posixpath.dirname(path) for path in moved_in})
+            if parent in found and found[parent] is None
+        ]
         created: list[str] = []
         with self.stats.track(OP_CREATE_DIRECTORIES):
             run_bounded(
@@ -111,10 +127,15 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
                 on_result=created.extend,
             )
         log.info(
-            "%s: %d directories, %d probed, %d leaves created", self.name, len(directories), len(found), len(created)
+            "%s: %d directories, %d probed, %d leaves created, %d left to be moved in",
+            self.name,
+            len(directories),
+            len(found),
+            len(created),
+            len(moved_in),
         )
         clear = frozenset() if self.capabilities.real_directories else frozenset(missing)
-        return CreateDirectoriesResult(frozenset(created), clear)
+        return CreateDirectoriesResult(frozenset(created), clear, moved_in)
 
     def _units(self, items: Sequence[T]) -> list[Sequence[T]]:
         """``items`` cut into units of work for the pool. Where a store call takes microseconds, one pool task

@@ -20,6 +20,7 @@ from ...retry import describe_error
 from ...statistic_names import (
     COMMIT_FILE_RENAME,
     COMMIT_FILE_RENAME_RECOVERED,
+    COMMITTER_DIRECTORIES_MOVED,
     COMMITTER_FILES_ALREADY_COMMITTED,
     JOB_STAGE_RENAME_FILES,
     OP_RENAME,
@@ -59,6 +60,9 @@ class RenameFilesArguments:
     job_directories: frozenset[str] = frozenset()
     """Every directory of the job's output: a file at one of these paths has a directory of the job in its way,
     so it is never hinted clear."""
+    moved_in: frozenset[str] = frozenset()
+    """Destination directories left missing for their one file's source directory to be moved to, where the
+    store renames directories (``CreateDirectoriesResult.moved_in``, ``directory_moves``)."""
 
 
 @dataclass(slots=True)
@@ -77,6 +81,7 @@ class _BatchResult:
     bytes: int = 0
     already_committed: int = 0
     recovered: int = 0
+    directories_moved: int = 0
     filenames: list[str] = field(default_factory=list)
     durations: DurationAccumulator = field(default_factory=lambda: DurationAccumulator(COMMIT_FILE_RENAME))
 
@@ -160,12 +165,14 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         self._arguments = arguments
         result = RenameFilesResult()
         smallest: list[str] = []
+        moved = 0
         journal = Journal(self, arguments.journal)
         report = _ProgressReport(arguments.progress, arguments.entry_file.file_count)
         report(0)
 
         def absorb(batch: _BatchResult) -> None:
-            nonlocal smallest
+            nonlocal smallest, moved
+            moved += batch.directories_moved
             result.files_committed += batch.files
             result.bytes_committed += batch.bytes
             result.already_committed += batch.already_committed
@@ -187,6 +194,8 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
                 self.stats.increment(COMMIT_FILE_RENAME_RECOVERED, result.recovered)
             if result.already_committed:
                 self.stats.increment(COMMITTER_FILES_ALREADY_COMMITTED, result.already_committed)
+            if moved:
+                self.stats.increment(COMMITTER_DIRECTORIES_MOVED, moved)
         result.first_filenames = smallest
         if result.recovered:
             log.warning("%s: %d renames failed but had taken effect; recovered", self.name, result.recovered)
@@ -218,6 +227,7 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         if self.capabilities.concurrent_calls:
             return self._rename_at_once(journal, unit, history, batch)
         rename = self.rename_file_fast
+        moved_in = self._arguments.moved_in
         durations = batch.durations
         record = durations.record
         clock = time.perf_counter
@@ -230,7 +240,10 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
                     continue
                 start = clock()
                 try:
-                    rename(row.source, row.dest)
+                    if moved_in and row.dest.rpartition("/")[0] in moved_in and self._move_parent(row):
+                        batch.directories_moved += 1
+                    else:
+                        rename(row.source, row.dest)
                 except Exception as error:
                     try:
                         outcome = self._rename_slow_path(row, error, history.in_doubt(index))
@@ -317,6 +330,21 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         if isinstance(stopping_error, _NotMovableError):
             raise stopping_error.error from stopping_error.__cause__
         raise stopping_error
+
+    def _move_parent(self, row: FileToCommit) -> bool:
+        """Move ``row``'s source directory to its destination directory, if the source holds that file alone
+        (``directory_moves``); ``False``: it holds something else too, and the file is renamed as any other.
+        Errors are those of a rename of the file: ``FileNotFoundError`` when the source is gone,
+        ``FileExistsError`` when something took the destination's directory after the probe."""
+        source_dir = row.source.rpartition("/")[0]
+        try:
+            held = self.list_dir_fast(source_dir)
+        except FileNotFoundError:
+            held = []
+        if len(held) != 1 or held[0].is_dir or held[0].is_link or held[0].path != row.source:
+            return False
+        self.rename_dir_fast(source_dir, row.dest.rpartition("/")[0])
+        return True
 
     def _hint(self, row: FileToCommit) -> RenameHint:
         """What the job knows of a row's rename: the etag its task listed, and whether its destination is clear."""

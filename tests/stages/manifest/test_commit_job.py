@@ -141,6 +141,13 @@ def test_validation_failure_names_the_file(destination: str) -> None:
                 self.inner.delete_file(dest)
                 self.inner.write_bytes(dest, b"d")
 
+        def rename_dir(self, source: str, dest: str) -> None:  # a directory of one file moved in whole
+            super().rename_dir(source, dest)
+            for moved in self.inner.list_dir(dest):
+                if moved.path.endswith("d.csv"):
+                    self.inner.delete_file(moved.path)
+                    self.inner.write_bytes(moved.path, b"d")
+
     with pytest.raises(OutputValidationError, match=r"d\.csv"):
         commit(fresh(context, store=Shrinking(context.store)))
     assert not exists(context, context.paths.success_path)
@@ -204,7 +211,11 @@ def test_a_users_file_of_the_same_size_is_never_taken_for_committed_output(desti
 
 def test_a_rerun_commits_exactly_what_the_first_run_accepted(destination: str) -> None:
     context = job(destination)
-    faulty = FaultInjectingStore(context.store, [Fault("rename_file", "d.csv", error=lambda: PermissionError("x"))])
+    refused = [  # d.csv alone in its directory: the directory is moved in whole
+        Fault(call, where, error=lambda: PermissionError("x"))
+        for call, where in (("rename_file", "d.csv"), ("rename_dir", "year=2025"))
+    ]
+    faulty = FaultInjectingStore(context.store, refused)
     with pytest.raises(PermissionError):
         CommitJobStage(fresh(context, store=faulty)).apply(CommitJobArguments())
     # A manifest the first run did not accept (a task commit that late now fails; this one came some other way).
