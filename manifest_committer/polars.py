@@ -7,17 +7,16 @@ task attempt in the calling process, into the attempt directory; only the job co
 the Spark writer's partition directories (``writing.partitioning``: Spark's escaping,
 ``__HIVE_DEFAULT_PARTITION__``) under names unique to the attempt. Two routes, one result:
 
-* own names (Parquet on a local tmpfs, under a protocol whose files may be renamed at commit): Polars names the
-  files itself (``key=value/<index>.parquet``), the task renames each to its unique name at the top of the
-  attempt directory and removes Polars' directories, and the task commit's ``outputs`` map each to its Spark
-  directory (``writing.polars_naming``). A ``file_path_provider`` costs a call into Python per file (35 to 55 µs,
-  1.45 times Polars' own write of 10,000 files by itself); this route costs a directory made and removed and a
-  file renamed per partition instead, less on tmpfs only (``writing.filesystems``: on ext4 as much or more, and
-  on ext4 mounted with ``discard`` 1.3 ms a removed directory). Only where the namings agree for certain:
-  partition columns of strings, integers, booleans or dates whose names Spark does not escape, Polars' escaping
-  as this process found it (``_own_names_agree``), and Polars reporting every file once
-  (``sinked_paths_callback``); else, or if a file cannot be mapped after all, what Polars wrote is deleted and
-  the provider route writes the frame again.
+* own names (Parquet on local disk, under a protocol whose files may be renamed at commit): Polars names the
+  files itself (``key=value/<index>.parquet``), the task renames each, in its directory, to its unique name, and
+  the task commit's ``outputs`` map each to its Spark directory (``writing.polars_naming``); the job commit moves
+  each directory of one file into the destination whole where the destination has none of that name yet. A
+  ``file_path_provider`` costs a call into Python per file (35 to 55 µs, 1.45 times Polars' own write of 10,000
+  files by itself); this route costs a rename in place per file and one move per partition. Only where the
+  namings agree for certain: partition columns of strings, integers, booleans or dates whose names Spark does
+  not escape, Polars' escaping as this process found it (``_own_names_agree``), and Polars reporting every file
+  once (``sinked_paths_callback``); else, or if a file cannot be mapped after all, what Polars wrote is deleted
+  and the provider route writes the frame again.
 * provider: the ``file_path_provider`` names every file from the partition keys Polars hands it, and records it
   for the task commit. On local disk Polars writes the files itself; on other stores the provider hands it a
   file of the task's fsspec filesystem.
@@ -36,7 +35,6 @@ from typing import Any
 
 from .success_data import SuccessData
 from .writing.dataset_output import is_local
-from .writing.filesystems import on_tmpfs
 from .writing.formats import CSV, PARQUET
 from .writing.job import TaskFiles, TaskTarget, TaskWrite, WriteJob, write_in_process
 from .writing.partitioning import partition_path
@@ -202,7 +200,7 @@ def _write_with_own_names(
     outputs = map_polars_files(relative, job.partition_by, kinds, target.file_prefix, job.output_format.extension)
     if outputs is not None and (rows is None or rows == written):
         partitions = frozenset(destination.rpartition("/")[0] for destination in outputs.values() if "/" in destination)
-        return TaskFiles(written, _laid_flat(prefix, outputs), partitions)
+        return TaskFiles(written, _named_in_place(prefix, outputs), partitions)
     log.info(
         "Task attempt %s: Polars' own file names cannot be mapped to Spark's with certainty; writing again through a "
         "file_path_provider",
@@ -215,24 +213,19 @@ def _write_with_own_names(
     return None
 
 
-def _laid_flat(prefix: str, outputs: Mapping[str, str]) -> dict[str, str]:
-    """Each of Polars' files renamed to its unique name at the top of the attempt directory (``prefix``), and
-    Polars' emptied directories removed: the task commit then lists one directory, not one per partition, and
-    the attempt looks as the provider route leaves it. Local disk only; ``outputs`` as ``map_polars_files``."""
-    flat: dict[str, str] = {}
-    directories: set[str] = set()
+def _named_in_place(prefix: str, outputs: Mapping[str, str]) -> dict[str, str]:
+    """Each of Polars' files renamed, in its own directory of the attempt directory (``prefix``), to the name it
+    takes in the destination: where the destination has no such directory yet, the job commit then moves a
+    directory of one file in whole (``stages/manifest/directory_moves``), and elsewhere renames the file into
+    it. Local disk only; ``outputs`` as ``map_polars_files``."""
+    named: dict[str, str] = {}
     for source, destination in outputs.items():
-        name = destination.rpartition("/")[2]
-        os.rename(f"{prefix}{source}", f"{prefix}{name}")
-        flat[name] = destination
         directory = source.rpartition("/")[0]
-        while directory and directory not in directories:
-            directories.add(directory)
-            directory = directory.rpartition("/")[0]
-    for directory in sorted(directories, key=lambda path: path.count("/"), reverse=True):
-        with contextlib.suppress(OSError):  # not empty after all: the job's cleanup removes it
-            os.rmdir(f"{prefix}{directory}")
-    return flat
+        name = destination.rpartition("/")[2]
+        relative = f"{directory}/{name}" if directory else name
+        os.rename(f"{prefix}{source}", f"{prefix}{relative}")
+        named[relative] = destination
+    return named
 
 
 def _write_through_provider(data: Any, target: TaskTarget, rows: int | None) -> TaskFiles:
@@ -265,7 +258,7 @@ def _frame_writer(frame: Any, schema: Any, rows: int | None) -> TaskWrite:
         if rows is None and not local_parquet:
             collected = frame.collect()
             data, known = collected.lazy(), collected.height
-        if local_parquet and not target.in_place and on_tmpfs(target.task.work_path):
+        if local_parquet and not target.in_place:
             kinds = _value_kinds(schema, job.partition_by)
             if kinds is not None and _own_names_agree():
                 written = _write_with_own_names(data, target, kinds, known)

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import manifest_committer.polars as mcp
+from manifest_committer.statistic_names import COMMITTER_DIRECTORIES_MOVED
 from manifest_committer.writing import job as job_module
 from tests.fixtures.writing import (
     NASTY_COLUMNS,
@@ -42,7 +43,6 @@ class Routes:
         self.taken: list[str] = []
         self._monkeypatch = monkeypatch
         own, provider = mcp._write_with_own_names, mcp._write_through_provider
-        monkeypatch.setattr(mcp, "on_tmpfs", lambda path: True)
 
         def with_own_names(*args: Any) -> Any:
             self.taken.append(OWN_NAMES)
@@ -218,8 +218,9 @@ def test_both_routes_commit_the_same_files(tmp_path: Path, routes: Routes, case:
 
 
 def test_own_names_leave_no_polars_name_behind(tmp_path: Path, routes: Routes, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Polars' files lie flat under their unique names by the task commit, as the provider leaves them, and the
-    attempt directory Polars filled is gone after the job commit."""
+    """By the task commit Polars' files bear their unique names, each in its partition's directory; the job
+    commit moves each directory of one file into the destination whole, and the attempt directory Polars filled
+    is gone after it."""
     results: list[Any] = []
     commit_write = job_module.commit_write
 
@@ -232,21 +233,14 @@ def test_own_names_leave_no_polars_name_behind(tmp_path: Path, routes: Routes, m
     summary = mcp.write(FRAME, url, partition_by=["dt"])
     assert routes.taken == [OWN_NAMES]
     [result] = results
-    assert sorted(result.outputs) == sorted(path.rpartition("/")[2] for path in result.outputs.values())
+    assert all(
+        source.rpartition("/")[2] == destination.rpartition("/")[2] for source, destination in result.outputs.items()
+    )
     assert {path.rpartition("/")[0] for path in result.outputs.values()} == set(result.partitions)
     assert summary is not None and len(summary.filenames) == 3
+    assert summary.iostatistics.counters[COMMITTER_DIRECTORIES_MOVED] == 3
     assert not (tmp_path / "out" / "_temporary").exists()
     assert all(FILE_NAME.fullmatch(path.rpartition("/")[2]) for path in data_files(url))
-
-
-def test_local_disk_other_than_tmpfs_takes_the_provider(
-    tmp_path: Path, routes: Routes, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Elsewhere a directory made and removed per partition costs more than Polars' call into the provider."""
-    monkeypatch.setattr(mcp, "on_tmpfs", lambda path: False)
-    mcp.write(FRAME, str(tmp_path / "out"), partition_by=["dt"])
-    assert routes.taken == [PROVIDER]
-    assert read_rows(str(tmp_path / "out"), ["dt", "x"]) == ROWS
 
 
 def test_the_probe_of_polars_names_finds_this_polars_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
