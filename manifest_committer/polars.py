@@ -7,16 +7,16 @@ task attempt in the calling process, into the attempt directory; only the job co
 the Spark writer's partition directories (``writing.partitioning``: Spark's escaping,
 ``__HIVE_DEFAULT_PARTITION__``) under names unique to the attempt. Two routes, one result:
 
-* own names (Parquet on local disk, under a protocol whose files may be renamed at commit): Polars names the
-  files itself (``key=value/<index>.parquet``), the task renames each, in its directory, to its unique name, and
-  the task commit's ``outputs`` map each to its Spark directory (``writing.polars_naming``); the job commit moves
-  each directory of one file into the destination whole where the destination has none of that name yet. A
-  ``file_path_provider`` costs a call into Python per file (35 to 55 µs, 1.45 times Polars' own write of 10,000
-  files by itself); this route costs a rename in place per file and one move per partition. Only where the
-  namings agree for certain: partition columns of strings, integers, booleans or dates whose names Spark does
-  not escape, Polars' escaping as this process found it (``_own_names_agree``), and Polars reporting every file
-  once (``sinked_paths_callback``); else, or if a file cannot be mapped after all, what Polars wrote is deleted
-  and the provider route writes the frame again.
+* own names (Parquet on local disk into a destination without partitions yet, under a protocol whose files may be
+  renamed at commit): Polars names the files itself (``key=value/<index>.parquet``), the task renames each, in its
+  directory, to its unique name, and the task commit's ``outputs`` map each to its Spark directory
+  (``writing.polars_naming``); the job commit moves each directory of one file into the destination whole where the
+  destination has none of that name yet. A ``file_path_provider`` costs a call into Python per file (35 to 55 µs, 1.45
+  times Polars' own write of 10,000 files by itself); this route costs a rename in place per file and one move per
+  partition. Only where the namings agree for certain: partition columns of strings, integers, booleans or dates whose
+  names Spark does not escape, Polars' escaping as this process found it (``_own_names_agree``), and Polars reporting
+  every file once (``sinked_paths_callback``); else, or if a file cannot be mapped after all, what Polars wrote is
+  deleted and the provider route writes the frame again.
 * provider: the ``file_path_provider`` names every file from the partition keys Polars hands it, and records it
   for the task commit. On local disk Polars writes the files itself; on other stores the provider hands it a
   file of the task's fsspec filesystem.
@@ -33,6 +33,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .paths import TEMPORARY_DIR
 from .success_data import SuccessData
 from .writing.dataset_output import is_local
 from .writing.formats import CSV, PARQUET
@@ -246,6 +247,20 @@ def _write_through_provider(data: Any, target: TaskTarget, rows: int | None) -> 
     return TaskFiles(written, names.outputs, frozenset(names.partitions))
 
 
+def _partitions_all_new(target: TaskTarget) -> bool:
+    """Whether the destination holds no directory yet but the jobs' ``_temporary``: then each partition the task
+    writes is new, and the job commit moves it in whole. Where partitions exist already (an append, an overwrite,
+    which deletes the old files only after the commit), their files are renamed into them one by one, and Polars'
+    own directories are left for the cleanup to remove: 1.4 times as long as the provider's flat files over
+    10,000 partitions on ext4."""
+    root = target.task.fs._strip_protocol(target.job.destination)
+    try:
+        with os.scandir(root) as entries:
+            return not any(entry.is_dir() and entry.name != TEMPORARY_DIR for entry in entries)
+    except FileNotFoundError:
+        return True
+
+
 def _frame_writer(frame: Any, schema: Any, rows: int | None) -> TaskWrite:
     """A task writer that sinks the Polars ``LazyFrame`` ``frame`` (of ``schema``, of ``rows`` rows when known)
     into the attempt directory. Only Parquet on local disk reports the rows it wrote: any other lazy frame is
@@ -258,7 +273,7 @@ def _frame_writer(frame: Any, schema: Any, rows: int | None) -> TaskWrite:
         if rows is None and not local_parquet:
             collected = frame.collect()
             data, known = collected.lazy(), collected.height
-        if local_parquet and not target.in_place:
+        if local_parquet and not target.in_place and _partitions_all_new(target):
             kinds = _value_kinds(schema, job.partition_by)
             if kinds is not None and _own_names_agree():
                 written = _write_with_own_names(data, target, kinds, known)

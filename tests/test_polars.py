@@ -92,10 +92,11 @@ def test_polars_reads_its_own_output_back(tmp_path: Path) -> None:
 def test_a_failed_write_leaves_the_destination_as_it_was(
     destination: str, monkeypatch: pytest.MonkeyPatch, routes: Routes, route: str
 ) -> None:
-    """Polars fails once it has written its files (on memory://, the provider route: the only one there)."""
+    """Polars fails once it has written its files (on memory://, the provider route: the only one there). Own names
+    are the route into a destination without partitions yet: there the old output is unpartitioned."""
     if route == PROVIDER:
         routes.provider_only()
-    mcp.write(FRAME, destination, partition_by=["dt"])
+    mcp.write(FRAME, destination, partition_by=["dt"] if route == PROVIDER else [])
     before = data_files(destination)
     original = mcp._sink
 
@@ -241,6 +242,16 @@ def test_own_names_leave_no_polars_name_behind(tmp_path: Path, routes: Routes, m
     assert summary.iostatistics.counters[COMMITTER_DIRECTORIES_MOVED] == 3
     assert not (tmp_path / "out" / "_temporary").exists()
     assert all(FILE_NAME.fullmatch(path.rpartition("/")[2]) for path in data_files(url))
+
+
+def test_a_destination_with_partitions_already_takes_the_provider(tmp_path: Path, routes: Routes) -> None:
+    """Partitions there already (an append): their files are renamed into them one by one, where the provider's
+    flat files cost less than Polars' own directories left for the cleanup."""
+    url = str(tmp_path / "out")
+    mcp.write(FRAME, url, partition_by=["dt"])
+    mcp.write(FRAME, url, partition_by=["dt"], mode="append")
+    assert routes.taken == [OWN_NAMES, PROVIDER]
+    assert read_rows(url, ["dt", "x"]) == sorted(ROWS * 2, key=repr)
 
 
 def test_the_probe_of_polars_names_finds_this_polars_agrees(monkeypatch: pytest.MonkeyPatch) -> None:

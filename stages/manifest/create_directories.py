@@ -108,9 +108,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         # A leaf the probe found as a directory is there already: a mkdirs would only cost a call (and it is
         # not this job's: it is not journaled, so it must not count as created either).
         moved_in = frozenset(path for path in arguments.movable if path in found and found[path] is None)
-        to_create = [
-            leaf for leaf in leaves if not _is_directory(found.get(leaf.path)) and leaf.path not in moved_in
-        ]
+        to_create = [leaf for leaf in leaves if not _is_directory(found.get(leaf.path)) and leaf.path not in moved_in]
         # A directory moved in needs its parent, which no mkdirs of a leaf below it makes now.
         to_create += [
             TargetDirectory(parent, parent.count("/"), EntryStatus.NOT_FOUND)
