@@ -116,12 +116,19 @@ class LocalStore(FsspecStore):
         return decode_path(path)
 
     def info(self, path: str) -> FileStatus | None:
+        """What is at ``path``, a symbolic link followed (``is_link`` says it was one; a dangling one is itself)."""
         try:
-            st = os.stat(path)
+            st = os.lstat(path)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        is_dir = os.path.isdir(path)
-        return FileStatus(path=path, size=0 if is_dir else st.st_size, is_dir=is_dir, modified=st.st_mtime)
+        is_link = stat.S_ISLNK(st.st_mode)
+        if is_link:
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                st = os.stat(path)
+        is_dir = stat.S_ISDIR(st.st_mode)
+        return FileStatus(
+            path=path, size=0 if is_dir else st.st_size, is_dir=is_dir, is_link=is_link, modified=st.st_mtime
+        )
 
     def list_dir(self, path: str) -> list[FileStatus]:
         result = []

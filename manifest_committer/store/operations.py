@@ -118,7 +118,8 @@ class StoreCapabilities:
     grows batch by batch costs each batch only its own bytes. Object stores replace objects whole."""
     symbolic_links: bool = False
     """Directories may be symbolic links (local disk): a path below the destination can lead out of it, so deletes
-    of paths named by untrusted state go through ``delete_file_below``."""
+    of paths named by untrusted state go through ``delete_file_below``; ``info`` says whether a path is a link
+    (``FileStatus.is_link``), as a listing does."""
     process_local: bool = False
     """The store lives in the committer's process alone (``memory://``): another process that opens its URL
     finds another, empty store, so a job commit's worker processes (``io.processes``) cannot serve it."""

@@ -197,6 +197,13 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         files: list[FileEntry] = []
         dest_dirs: set[str] = set()
         claimed: dict[str, str] = {}
+        # Where a probe tells links apart, a file alone in its directory is probed rather than the directory
+        # listed: a writer of one file a partition would otherwise list a directory a file.
+        declared_in: dict[str, int] = {}
+        if self.capabilities.symbolic_links:
+            for source_relative in outputs:
+                parent_relative = source_relative.rpartition("/")[0]
+                declared_in[parent_relative] = declared_in.get(parent_relative, 0) + 1
         for source_relative, dest_relative in sorted(outputs.items(), key=lambda item: item[1]):
             problem = declared_output_problem(source_relative, dest_relative)
             if problem is not None:
@@ -210,7 +217,10 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             source = root_prefix + source_relative
             no_link_above(source_relative)
             parent, _, name = source.rpartition("/")
-            listed = children_of(parent).get(name)
+            if declared_in.get(source_relative.rpartition("/")[0]) == 1:
+                listed = self.info(source)
+            else:
+                listed = children_of(parent).get(name)
             if listed is not None and listed.is_link:
                 raise self._link_error(listed, task_attempt_id)
             if listed is None or listed.is_dir:
