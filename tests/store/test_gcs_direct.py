@@ -47,6 +47,20 @@ def _gcsfs_calls(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return methods
 
 
+def _gcsfs_rewrites(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The methods of the rewrites that go through gcsfs's ``_call``."""
+    methods: list[str] = []
+    original = store.fs._call
+
+    async def spied(method: str, *args: Any, **kwargs: Any) -> Any:
+        if "rewriteTo" in str(args[0] if args else ""):
+            methods.append(method)
+        return await original(method, *args, **kwargs)
+
+    monkeypatch.setattr(store.fs, "_call", spied)
+    return methods
+
+
 def _direct_sends(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     direct = store._direct
     assert direct is not None
@@ -93,15 +107,7 @@ def test_a_job_commit_lands_byte_for_byte_with_no_rewrite_or_delete_through_gcsf
     store = committer.store
     assert isinstance(store, GCSStore)
     assert store._direct is not None
-    original = store.fs._call
-    seen: list[str] = []
-
-    async def spied(method: str, *args: Any, **kwargs: Any) -> Any:
-        if "rewriteTo" in str(args[0] if args else ""):
-            seen.append(method)
-        return await original(method, *args, **kwargs)
-
-    monkeypatch.setattr(store.fs, "_call", spied)
+    seen = _gcsfs_rewrites(store, monkeypatch)
     direct = _direct_sends(store, monkeypatch)
     committer.commit_job()
     monkeypatch.undo()
@@ -132,15 +138,7 @@ def test_with_direct_requests_off_a_job_commit_renames_through_gcsfs_alone(
     worker_store = setup.open_store()
     assert isinstance(worker_store, GCSStore) and worker_store._direct is None
     worker_store.close()
-    original = store.fs._call
-    rewrites: list[str] = []
-
-    async def spied(method: str, *args: Any, **kwargs: Any) -> Any:
-        if "rewriteTo" in str(args[0] if args else ""):
-            rewrites.append(method)
-        return await original(method, *args, **kwargs)
-
-    monkeypatch.setattr(store.fs, "_call", spied)
+    rewrites = _gcsfs_rewrites(store, monkeypatch)
     committer.commit_job()
     monkeypatch.undo()
     assert len(rewrites) >= len(files)  # every file, and the job's own renames

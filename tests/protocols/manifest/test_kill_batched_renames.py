@@ -17,7 +17,7 @@ import pytest
 
 from tests.fixtures.killing.events import NthCall
 from tests.fixtures.killing.follow_ups import abort_after_kill, rerun_after_kill
-from tests.fixtures.killing.rename_protocols import RenameScenario, batched
+from tests.fixtures.killing.rename_protocols import RenameScenario, batched, files_in_place
 from tests.fixtures.killing.states import KilledStates
 
 BATCHED = RenameScenario(Path("."), "manifest", batched=True)
@@ -35,9 +35,7 @@ def test_a_commit_killed_inside_a_batch_is_finished_by_a_rerun_or_undone_by_an_a
     commit_kill: NthCall, follow_up: str, scenario: RenameScenario, killed_states: KilledStates
 ) -> None:
     killed_states.restore(scenario, ("commit", commit_kill))
-    killed = scenario.listing()
-    job = scenario.job_listing()
-    moved = sum(1 for path in scenario.job_files() if killed.get(path) == job[path])
+    moved = files_in_place(scenario)
     assert moved == commit_kill.nth - 1, "the batch had moved the renames before the kill"
 
     if follow_up == "abort":

@@ -16,7 +16,7 @@ import pytest
 from tests.fixtures.killing.cases import commit_reference
 from tests.fixtures.killing.events import NthCall
 from tests.fixtures.killing.follow_ups import abort_after_kill, rerun_after_kill
-from tests.fixtures.killing.rename_protocols import RenameScenario
+from tests.fixtures.killing.rename_protocols import RenameScenario, files_in_place
 from tests.fixtures.killing.states import KilledStates
 
 MOVES = RenameScenario(Path("."), "manifest", one_file_a_partition=True)
@@ -42,9 +42,7 @@ def test_a_commit_killed_between_moves_is_finished_by_a_rerun_or_undone_by_an_ab
     commit_kill: NthCall, follow_up: str, scenario: RenameScenario, killed_states: KilledStates
 ) -> None:
     killed_states.restore(scenario, ("commit", commit_kill))
-    killed = scenario.listing()
-    job = scenario.job_listing()
-    moved = sum(1 for path in scenario.job_files() if "day=" in path and killed.get(path) == job[path])
+    moved = files_in_place(scenario, "day=")
     assert moved == commit_kill.nth - 1, "the moves before the kill had taken effect, each with its file"
     if follow_up == "abort":
         abort_after_kill(scenario, killed_states, ("commit", commit_kill))
