@@ -252,6 +252,10 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         """One untimed, unretried listing, for the hot loop beside ``rename_file_fast``."""
         return self._store.list_dir(path)
 
+    def info_fast(self, path: str) -> FileStatus | None:
+        """One untimed, unretried probe, for the hot loop beside ``rename_file_fast``."""
+        return self._store.info(path)
+
     def rename_files_fast(
         self,
         pairs: Sequence[tuple[str, str]],

@@ -148,10 +148,12 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         return CommitJobResult(success, loaded.manifest_count, renamed.files_committed, cleanup)
 
     def _movable(self, loaded: LoadManifestsResult) -> frozenset[str]:
-        """Where the store moves directories atomically and names its real ones, the destination directories
-        whose one file may arrive with its source directory (``directory_moves``)."""
+        """Where the store moves real directories atomically and renames one call at a time, the destination
+        directories whose one file may arrive with its source directory (``directory_moves``)."""
         capabilities = self.capabilities
         if not (capabilities.directory_rename and capabilities.real_directories and capabilities.atomic_rename):
+            return frozenset()
+        if capabilities.concurrent_calls:  # its renames go out in batches, where a move has no place
             return frozenset()
         return movable_directories(loaded.entry_file.chunks(), loaded.file_count, loaded.directories, self.paths)
 

@@ -342,6 +342,9 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         Errors are those of a rename of the file: ``FileNotFoundError`` when the source is gone,
         ``FileExistsError`` when something took the destination's directory after the probe."""
         source_dir = row.source.rpartition("/")[0]
+        found = self.info_fast(source_dir)
+        if found is None or found.is_link or not found.is_dir:  # a link would be moved as a link, out of the job
+            return False
         try:
             held = self.list_dir_fast(source_dir)
         except FileNotFoundError:

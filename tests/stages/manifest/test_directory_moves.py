@@ -81,6 +81,24 @@ def test_a_directory_taken_after_the_probe_gets_the_file_renamed_into_it(tmp_pat
         assert _moved(committer) == 1
 
 
+def test_a_source_directory_replaced_by_a_link_is_never_moved_in(tmp_path: Path) -> None:
+    """After task commit someone puts a link where the task's directory was: the job commit does not move the
+    link into the destination (a directory there pointing anywhere); it renames the file as any other."""
+    destination, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.csv").write_bytes(b"a")
+    with mc.ManifestCommitter(str(destination), "job-link", config=FAST) as committer:
+        committer.setup_job()
+        task = run_task(committer, "task_00000", "attempt_00000_0", {"p=1/a.csv": b"a", "p=2/b.csv": b"b"})
+        source = Path(task.work_path, "p=1")
+        (source / "a.csv").unlink()
+        source.rmdir()
+        source.symlink_to(elsewhere, target_is_directory=True)
+        committer.commit_job()
+        assert (destination / "p=1").is_dir() and not (destination / "p=1").is_symlink()
+        assert _moved(committer) == 1, "p=2 only"
+
+
 def _row(source: str, dest: str) -> FileToCommit:
     return FileToCommit(source, dest, 1, None, "file://" + dest)
 
