@@ -422,7 +422,15 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
             if evidence(self, row, retry=False) is Evidence.MOVED:
                 outcome = RenameOutcome.RECOVERED  # the failed call had moved the file
                 return
-            self.rename_file(source, dest, retry=False)
+            try:
+                self.rename_file(source, dest, retry=False)
+            except FileNotFoundError:
+                if self.info(source, retry=False) is None:
+                    raise
+                # The destination's directory is missing: one left for a directory to be moved in, whose move
+                # failed, or one that vanished. Made, and the file renamed into it.
+                self.mkdirs(posixpath.dirname(dest))
+                self.rename_file(source, dest, retry=False)
 
         log.info("Rename of %s failed with a transient error, retrying: %s", row.dest_url, describe_error(error))
         self.stats.increment(STORE_IO_RETRY)  # the retry policy counts only the retries after this one

@@ -47,9 +47,15 @@ def committer_with_faults(
 
 
 def three_tasks(committer: mc.ManifestCommitter) -> dict[str, bytes]:
+    """Two files of each task in its partition directory (so each is renamed, not moved in with its directory),
+    one at the top."""
     expected: dict[str, bytes] = {}
     for index in range(3):
-        files = {f"dt={index}/part-{index}-a.csv": b"a" * (index + 1), f"part-{index}-b.csv": b"b" * (index + 5)}
+        files = {
+            f"dt={index}/part-{index}-a.csv": b"a" * (index + 1),
+            f"dt={index}/part-{index}-c.csv": b"c" * (index + 2),
+            f"part-{index}-b.csv": b"b" * (index + 5),
+        }
         run_task(committer, f"task_{index:05d}", f"attempt_{index:05d}_0", files)
         expected.update(files)
     return expected

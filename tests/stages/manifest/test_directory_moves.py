@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
+
+import pytest
 
 import manifest_committer as mc
 from manifest_committer.entry_file import EntryChunk, FileToCommit
@@ -13,9 +16,10 @@ from manifest_committer.manifest import EntryStatus
 from manifest_committer.paths import JobPaths
 from manifest_committer.stages.manifest.directory_moves import movable_directories
 from manifest_committer.stages.manifest.job_types import TargetDirectory
-from manifest_committer.statistic_names import COMMITTER_DIRECTORIES_MOVED
+from manifest_committer.statistic_names import COMMIT_FILE_RENAME_RECOVERED, COMMITTER_DIRECTORIES_MOVED, STORE_IO_RETRY
+from manifest_committer.store.faults import Fault
 from manifest_committer.store.wrapping import WrappingStore
-from tests.fixtures.committing import FAST, output, run_task, success_file
+from tests.fixtures.committing import FAST, FaultCapture, output, run_task, success_file
 
 MOVED = COMMITTER_DIRECTORIES_MOVED
 
@@ -97,6 +101,25 @@ def test_a_source_directory_replaced_by_a_link_is_never_moved_in(tmp_path: Path)
         committer.commit_job()
         assert (destination / "p=1").is_dir() and not (destination / "p=1").is_symlink()
         assert _moved(committer) == 1, "p=2 only"
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_move_that_fails_transiently_is_settled_as_a_rename_of_its_file(
+    tmp_path: Path, when: Literal["before", "after"]
+) -> None:
+    """A timeout of the move, before it took effect or after: retried by the committer's policy, or recognised
+    as done from the evidence (the file at its destination, the source gone)."""
+    fault = Fault("rename_dir", "p=1", error=TimeoutError, times=1, when=when)
+    capture = FaultCapture([fault])
+    with mc.ManifestCommitter(str(tmp_path / "out"), "job-retry", config=FAST, store_wrapper=capture) as committer:
+        committer.setup_job()
+        run_task(committer, "task_00000", "attempt_00000_0", {"p=1/a.csv": b"a", "p=2/b.csv": b"b"})
+        committer.commit_job()
+        assert capture.injecting.injected["rename_dir"] == 1
+        assert output(committer) == {"p=1/a.csv": b"a", "p=2/b.csv": b"b"}
+        counters = success_file(committer).iostatistics.counters
+        assert counters[STORE_IO_RETRY] >= 1
+        assert counters.get(COMMIT_FILE_RENAME_RECOVERED, 0) == (1 if when == "after" else 0)
 
 
 def _row(source: str, dest: str) -> FileToCommit:
