@@ -200,6 +200,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         # Where a probe tells links apart, a file alone in its directory is probed rather than the directory
         # listed: a writer of one file a partition would otherwise list a directory a file.
         declared_in: dict[str, int] = {}
+        probe = self.info_fast if self.capabilities.microsecond_calls else self.info
         if self.capabilities.symbolic_links:
             for source_relative in outputs:
                 parent_relative = source_relative.rpartition("/")[0]
@@ -218,7 +219,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             no_link_above(source_relative)
             parent, _, name = source.rpartition("/")
             if declared_in.get(source_relative.rpartition("/")[0]) == 1:
-                listed = self.info(source)
+                listed = probe(source)
             else:
                 listed = children_of(parent).get(name)
             if listed is not None and listed.is_link:
