@@ -14,6 +14,7 @@ from manifest_committer.store import OpenedStore, RenameHint, open_store
 from manifest_committer.store import azure as azure_module
 from manifest_committer.store.azure import AzureBlobStore
 from tests.fixtures.committing import FAST, edit_manifest, output, run_task
+from tests.fixtures.stores import opened_as
 
 pytestmark = pytest.mark.azure
 
@@ -22,9 +23,7 @@ HOST = "devstoreaccount1.dfs.core.windows.net"
 
 
 def _store(container: str) -> OpenedStore[AzureBlobStore]:
-    opened = open_store(f"abfs://{container}/out")
-    assert isinstance(opened.store, AzureBlobStore)
-    return OpenedStore(opened.store, opened.path)
+    return opened_as(f"abfs://{container}/out", AzureBlobStore)
 
 
 # --- URLs --------------------------------------------------------------------------------------------------------

@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 from manifest_committer.errors import SourceChangedError
-from manifest_committer.store import OpenedStore, RenameHint, open_store
+from manifest_committer.store import OpenedStore, RenameHint
 from manifest_committer.store.azure import AzureBlobStore
 from manifest_committer.store.azure_direct import Answer, DirectBlobRequests, SharedKey, service_error
 from manifest_committer.store.operations import use_client_calls_only
 from tests.fixtures.emulators import AZURITE_ACCOUNT, AZURITE_KEY, Emulator
+from tests.fixtures.stores import opened_as
 
 pytestmark = pytest.mark.azure
 
@@ -23,9 +24,7 @@ NAMES = ["a.csv", "dt=2024-01-01/a b+c%d~e.csv", "ünï/çø.csv", "x?y#z&w;v.cs
 
 
 def _store(container: str, options: dict[str, Any] | None = None) -> OpenedStore[AzureBlobStore]:
-    opened = open_store(f"abfs://{container}/out", options)
-    assert isinstance(opened.store, AzureBlobStore)
-    return OpenedStore(opened.store, opened.path)
+    return opened_as(f"abfs://{container}/out", AzureBlobStore, options)
 
 
 def _sources(store: AzureBlobStore, root: str, names: list[str]) -> tuple[list[tuple[str, str]], list[RenameHint]]:

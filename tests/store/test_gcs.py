@@ -7,17 +7,16 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.store import OpenedStore, RenameHint, open_store
+from manifest_committer.store import OpenedStore, RenameHint
 from manifest_committer.store.gcs import GCSStore
 from tests.fixtures.committing import FAST, output, run_task
+from tests.fixtures.stores import opened_as
 
 pytestmark = pytest.mark.gcs
 
 
 def _store(bucket: str) -> OpenedStore[GCSStore]:
-    opened = open_store(f"gs://{bucket}/out")
-    assert isinstance(opened.store, GCSStore)
-    return OpenedStore(opened.store, opened.path)
+    return opened_as(f"gs://{bucket}/out", GCSStore)
 
 
 def _count_requests(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:

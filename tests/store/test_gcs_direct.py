@@ -18,10 +18,11 @@ import pytest
 from fsspec.asyn import sync
 
 import manifest_committer as mc
-from manifest_committer.store import OpenedStore, RenameHint, open_store
+from manifest_committer.store import OpenedStore, RenameHint
 from manifest_committer.store.gcs import GCSStore, is_transient_gcs, without_client_retries
 from manifest_committer.store.gcs_direct import DirectObjectRequests
 from tests.fixtures.committing import FAST, output, run_task
+from tests.fixtures.stores import opened_as
 
 pytestmark = pytest.mark.gcs
 
@@ -29,31 +30,16 @@ NAMES = ["a.csv", "dt=2024-01-01/a b+c%d~e.csv", "ünï/çø.csv", "x?y#z&w;v.cs
 
 
 def _store(bucket: str) -> OpenedStore[GCSStore]:
-    opened = open_store(f"gs://{bucket}/out")
-    assert isinstance(opened.store, GCSStore)
-    return OpenedStore(opened.store, opened.path)
+    return opened_as(f"gs://{bucket}/out", GCSStore)
 
 
-def _gcsfs_calls(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The methods of every request that goes through gcsfs's ``_call``."""
+def _gcsfs_calls(store: GCSStore, monkeypatch: pytest.MonkeyPatch, path_contains: str = "") -> list[str]:
+    """The methods of the requests that go through gcsfs's ``_call`` (those whose path holds ``path_contains``)."""
     methods: list[str] = []
     original = store.fs._call
 
     async def spied(method: str, *args: Any, **kwargs: Any) -> Any:
-        methods.append(method)
-        return await original(method, *args, **kwargs)
-
-    monkeypatch.setattr(store.fs, "_call", spied)
-    return methods
-
-
-def _gcsfs_rewrites(store: GCSStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The methods of the rewrites that go through gcsfs's ``_call``."""
-    methods: list[str] = []
-    original = store.fs._call
-
-    async def spied(method: str, *args: Any, **kwargs: Any) -> Any:
-        if "rewriteTo" in str(args[0] if args else ""):
+        if path_contains in str(args[0] if args else ""):
             methods.append(method)
         return await original(method, *args, **kwargs)
 
@@ -107,7 +93,7 @@ def test_a_job_commit_lands_byte_for_byte_with_no_rewrite_or_delete_through_gcsf
     store = committer.store
     assert isinstance(store, GCSStore)
     assert store._direct is not None
-    seen = _gcsfs_rewrites(store, monkeypatch)
+    seen = _gcsfs_calls(store, monkeypatch, "rewriteTo")
     direct = _direct_sends(store, monkeypatch)
     committer.commit_job()
     monkeypatch.undo()
@@ -138,7 +124,7 @@ def test_with_direct_requests_off_a_job_commit_renames_through_gcsfs_alone(
     worker_store = setup.open_store()
     assert isinstance(worker_store, GCSStore) and worker_store._direct is None
     worker_store.close()
-    rewrites = _gcsfs_rewrites(store, monkeypatch)
+    rewrites = _gcsfs_calls(store, monkeypatch, "rewriteTo")
     committer.commit_job()
     monkeypatch.undo()
     assert len(rewrites) >= len(files)  # every file, and the job's own renames
