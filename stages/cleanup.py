@@ -17,6 +17,7 @@ from ..config import CommitterConfig
 from ..parallel import run_bounded
 from ..paths import COMMIT_FINISHED_MARKER, trash_entry_job_id
 from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
+from ..store import FileStatus
 from ..success_data import SuccessData
 from .base import Stage
 from .journal import this_jobs_summary
@@ -252,11 +253,17 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         calls = self._delete_task_attempts_in_parallel() if parallel else 0
         attempt_dir = self.paths.job_attempt_dir
         record = self.paths.commit_finished_path.rstrip("/")
-        for status in sorted(self.list_dir(attempt_dir), key=lambda s: s.path):
-            if status.path.rstrip("/") != record:
-                calls += 1
+        listed = self.list_dir(attempt_dir)
+        others = sorted((status for status in listed if status.path.rstrip("/") != record), key=lambda s: s.path)
+
+        def delete(status: FileStatus) -> None:
+            if status.is_dir:
                 self.delete_dir(status.path)
-        return calls
+            else:  # one call; a directory's delete probes or lists first on object stores
+                self.delete_file(status.path)
+
+        run_bounded(self.context.pool, others, delete, max_in_flight=self.context.max_in_flight)
+        return calls + len(others)
 
     def _delete_task_attempts_in_parallel(self) -> int:
         try:

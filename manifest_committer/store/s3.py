@@ -86,6 +86,10 @@ _CONNECTION_ERROR_NAMES = frozenset(
     }
 )
 
+DELETE_BATCH = 1000
+"""Keys a ``DeleteObjects`` request takes at most, and a listing page holds."""
+_DELETE_ERROR_STATUS = {"AccessDenied": 403, "SlowDown": 503, "ServiceUnavailable": 503}
+"""The HTTP status S3 gives these codes when a whole request fails: a key's error in ``DeleteObjects`` has none."""
 _AUTH_ERROR_CODES = frozenset(
     {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "AllAccessDisabled"}
 )
@@ -238,6 +242,64 @@ class S3Store(FsspecStore):
         commit's reads."""
         data: bytes = self.fs.cat_file(path, **self._single_request_read)
         return data
+
+    # --- deletes ----------------------------------------------------------------------------------------------
+
+    def delete_dir(self, path: str) -> bool:
+        """Every object below ``path/`` and the one at ``path`` itself (a file, or a directory's marker), a page of
+        the listing at a time, each page in one ``DeleteObjects``; ``False`` if there was none.
+
+        Not s3fs's recursive ``rm``: it probes the directory (a HEAD and a listing) before listing it again to
+        expand it, and expands glob characters in its name."""
+        bucket, key, _ = self.fs.split_path(path)
+        if not key:
+            return super().delete_dir(path)
+        return bool(sync(self.fs.loop, self._delete_tree, bucket, key.rstrip("/"), path))
+
+    async def _delete_tree(self, bucket: str, key: str, path: str) -> bool:
+        """Delete behind the listing: its continuation token names the next key, not a position."""
+        continuation: dict[str, str] = {}
+        found = False
+        while True:
+            page = await self.fs._call_s3(
+                "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=DELETE_BATCH - 1, **continuation
+            )
+            keys = [str(item["Key"]) for item in page.get("Contents") or []]
+            more = bool(page.get("IsTruncated"))
+            if not more and (found or keys):
+                keys.append(key)  # deleting a key that is not there succeeds: no probe needed (pages hold 999)
+            if keys:
+                await self._delete_objects(bucket, keys, path)
+                found = True
+            if not more:
+                break
+            token = page.get("NextContinuationToken")
+            if not token or continuation.get("ContinuationToken") == token:
+                raise OSError(errno.EIO, "S3 said the listing goes on but gave no new place to resume", path)
+            continuation = {"ContinuationToken": str(token)}
+        if found:
+            return True
+        try:  # nothing below: a file at the path, or nothing
+            await self.fs._call_s3("head_object", Bucket=bucket, Key=key)
+        except FileNotFoundError:
+            return False
+        await self._delete_objects(bucket, [key], path)
+        return True
+
+    async def _delete_objects(self, bucket: str, keys: Sequence[str], path: str) -> None:
+        """One ``DeleteObjects`` of up to 1,000 keys; a key it could not delete raises the error s3fs raises for its
+        code (``AccessDenied``: ``PermissionError``; ``SlowDown``, ``InternalError``: transient)."""
+        answer = await self.fs._call_s3(
+            "delete_objects",
+            Bucket=bucket,
+            Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True},
+        )
+        errors = answer.get("Errors") or []
+        if errors:
+            first = errors[0]
+            fields = {"Code": str(first.get("Code", "")), "Message": f"{first.get('Key')}: {first.get('Message', '')}"}
+            log.debug("S3 could not delete %d of %d keys below %s", len(errors), len(keys), path)
+            raise s3_direct.client_error(fields, _DELETE_ERROR_STATUS.get(fields["Code"], 500), "DeleteObjects")
 
     # --- no rename --------------------------------------------------------------------------------------------
 

@@ -128,15 +128,16 @@ def parse_answer(status: int, body: bytes) -> str | dict[str, str]:
     return {"Code": str(status), "Message": f"HTTP {status}"}
 
 
-def client_error(fields: dict[str, str], status: int) -> Exception:
-    """The error s3fs raises for an S3 error answer (``translate_boto_error`` of botocore's ``ClientError``)."""
+def client_error(fields: dict[str, str], status: int, operation: str = "CompleteMultipartUpload") -> Exception:
+    """The error s3fs raises for an S3 error answer of ``operation`` (``translate_boto_error`` of botocore's
+    ``ClientError``)."""
     from botocore.exceptions import ClientError
     from s3fs.errors import translate_boto_error
 
     if status == 200:  # an error inside a 200 answer: botocore's _handle_200_error makes it a 500
         status = 500
     fields.setdefault("Message", "")
-    error = ClientError({"Error": fields, "ResponseMetadata": {"HTTPStatusCode": status}}, "CompleteMultipartUpload")
+    error = ClientError({"Error": fields, "ResponseMetadata": {"HTTPStatusCode": status}}, operation)
     translated: Exception = translate_boto_error(error)
     return translated
 

@@ -498,3 +498,83 @@ def test_completions_ask_the_clients_model_once_per_parameter(
 
     assert asked == ["CompleteMultipartUpload", "CompleteMultipartUpload"], "IfNoneMatch, MpuObjectSize: once"
     assert [s3_store.fs.cat_file(f"{s3_bucket}/model/{index}.bin") for index in range(3)] == [b"x" * 10] * 3
+
+
+# --- deletes ---------------------------------------------------------------------------------------------------------
+
+
+def _keys(store: S3Store, bucket: str) -> list[str]:
+    return sorted(path.split("/", 1)[1] for path in store.fs.find(bucket))
+
+
+def _requests_sent(store: S3Store) -> tuple[list[str], Callable[[], None]]:
+    """The operations the client sends from now on, and how to stop watching."""
+    sent: list[str] = []
+    client = store.fs.s3
+    watch = lambda model, **_: sent.append(model.name)  # noqa: E731
+    client.meta.events.register("before-call.s3", watch)
+    return sent, lambda: client.meta.events.unregister("before-call.s3", watch)
+
+
+def test_a_directory_is_deleted_a_page_at_a_time_without_probes_or_globs(
+    s3_bucket: str, s3_store: S3Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each page of the listing goes in one DeleteObjects, the directory's own key (a file or a marker) with the
+    last; no HEAD where the listing found something; ``[1]`` is a name, not a pattern matching ``1``."""
+    store = s3_store
+    monkeypatch.setattr("manifest_committer.store.s3.DELETE_BATCH", 4)  # pages of 3 keys
+    below = [f"out/dir[1]/{name}" for name in ("a", "b", "c/d", "c/e", "f", "g", "h/")]
+    kept = ["out/dir1/a", "out/dir[1]x", "out/dir[1]x/a", "out/dir[2]/a"]
+    for key in [*below, "out/dir[1]", *kept]:
+        store.fs.pipe_file(f"{s3_bucket}/{key}", b"x")
+    sent, stop = _requests_sent(store)
+    try:
+        assert store.delete_dir(f"{s3_bucket}/out/dir[1]")
+    finally:
+        stop()
+    assert _keys(store, s3_bucket) == sorted(kept)
+    assert sent == ["ListObjectsV2", "DeleteObjects"] * 3, "7 keys below in pages of 3, the directory's own with the last"
+
+
+def test_deleting_a_file_or_nothing_through_delete_dir(s3_bucket: str, s3_store: S3Store) -> None:
+    store = s3_store
+    store.fs.pipe_file(f"{s3_bucket}/out/file", b"x")
+    store.fs.pipe_file(f"{s3_bucket}/out/file2/a", b"x")
+    sent, stop = _requests_sent(store)
+    try:
+        assert store.delete_dir(f"{s3_bucket}/out/file")
+        assert not store.delete_dir(f"{s3_bucket}/out/missing")
+    finally:
+        stop()
+    assert _keys(store, s3_bucket) == ["out/file2/a"]
+    assert sent == ["ListObjectsV2", "HeadObject", "DeleteObjects", "ListObjectsV2", "HeadObject"]
+
+
+@pytest.mark.parametrize(
+    ("code", "error", "transient"),
+    [("AccessDenied", PermissionError, False), ("SlowDown", OSError, True), ("InternalError", OSError, True)],
+)
+def test_a_key_s3_would_not_delete_raises_its_error(
+    s3_bucket: str,
+    s3_store: S3Store,
+    monkeypatch: pytest.MonkeyPatch,
+    code: str,
+    error: type[BaseException],
+    transient: bool,
+) -> None:
+    """DeleteObjects answers 200 with an error a key (a fault moto cannot make): the delete fails with that key."""
+    store = s3_store
+    store.fs.pipe_file(f"{s3_bucket}/out/dir/a", b"x")
+    real = store.fs._call_s3
+
+    async def refusing(method: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "delete_objects":
+            return {"Errors": [{"Key": "out/dir/a", "Code": code, "Message": "no"}]}
+        return await real(method, *args, **kwargs)
+
+    monkeypatch.setattr(store.fs, "_call_s3", refusing)
+    with pytest.raises(error, match="out/dir/a") as raised:
+        store.delete_dir(f"{s3_bucket}/out/dir")
+    assert store.is_transient(raised.value) is transient
+    monkeypatch.undo()
+    assert _keys(store, s3_bucket) == ["out/dir/a"]
