@@ -205,20 +205,21 @@ class JobUploads:
 
 def find_job_uploads(gate: Gate, keep: set[str]) -> JobUploads:
     """Every incomplete upload of this job whose id is not in ``keep``, by the ids it recorded as it started
-    them (``recorded_upload_ids``), found by ONE paginated listing of the destination's uploads; the records are
-    read only if that listing shows an upload other than those in ``keep``.
+    them (``recorded_upload_ids``), found by ONE paginated listing of the destination's uploads. The job's markers
+    and records are read only if that listing shows an upload other than those in ``keep`` (so markers that are
+    not this job's are reported only then: with no upload left, no marker is followed).
 
     Exact: an upload is aborted only if this job recorded its id, so never another writer's, even at a key this
     job also writes or a crafted marker names, and never by clearing the bucket. An upload at a key a marker of
     the job names that the job never recorded is left and reported (``left``)."""
-    keys, skipped = job_markers(gate)
     listed = [
         (upload.path, upload.upload_id)
         for upload in gate.list_uploads(gate.paths.dest.rstrip("/") + "/")
         if upload.upload_id not in keep
     ]
-    if not listed:  # the usual end of a job commit: its records (one a file) need not be read
-        return JobUploads((), (), skipped)
+    if not listed:  # the usual end of a job commit: its markers and records (one a file) need not be read
+        return JobUploads((), ())
+    keys, skipped = job_markers(gate)
     ours = recorded_upload_ids(gate) - keep
     targets = sorted({(path, upload_id) for path, upload_id in listed if upload_id in ours})
     left = sorted({(path, upload_id) for path, upload_id in listed if upload_id not in ours and path in keys})

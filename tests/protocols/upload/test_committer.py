@@ -115,6 +115,51 @@ def test_without_accepted_attempts_the_first_saved_manifest_wins(dest: str, s3_b
     assert uploads(store, s3_bucket) == []
 
 
+class ReadsSeen(FaultInjectingStore):
+    """Counts the reads and listings of each kind of the job's state (``markers``, ``uploads``, ``manifests``)."""
+
+    def __init__(self, inner: StoreOperations) -> None:
+        super().__init__(inner)
+        self.seen: dict[str, int] = {}
+
+    def around(self, operation: str, path: str, call: Any) -> Any:
+        if operation in ("read_bytes", "list_dir"):
+            for kind in ("/markers", "/uploads", "/manifests"):
+                if kind in path:
+                    self.seen[kind[1:]] = self.seen.get(kind[1:], 0) + 1
+        return super().around(operation, path, call)
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["nothing left", "an attempt left"])
+def test_markers_and_upload_records_are_read_only_when_an_upload_is_left(
+    dest: str, s3_bucket: str, store: S3Store, left: bool
+) -> None:
+    """Most job commits leave no incomplete upload: one listing of the uploads says so, and the job's markers and
+    its records of started uploads (one a file) are not read; a left attempt's upload is found through them."""
+    seen: list[ReadsSeen] = []
+
+    def wrap(inner: StoreOperations) -> StoreOperations:
+        seen.append(ReadsSeen(inner))
+        return seen[-1]
+
+    with committer(dest, config=BATCHED) as job:
+        job.setup_job()
+        for attempt in ("attempt_0_0", "attempt_0_1")[: 1 + left]:
+            task = job.setup_task("task_0", attempt)
+            write(task, {"part-0.csv": attempt.encode()})
+            job.commit_task(task)
+    with committer(dest, config=BATCHED, store_wrapper=wrap) as fresh:
+        fresh.commit_job({"task_0": "attempt_0_0"})
+    assert objects(store, s3_bucket)["table/part-0.csv"] == b"attempt_0_0"
+    assert uploads(store, s3_bucket) == []
+    reads = seen[-1].seen
+    assert reads.get("manifests", 0) >= 2, "listed, then read"
+    if left:
+        assert reads.get("markers", 0) >= 1 and reads.get("uploads", 0) >= 1, reads
+    else:
+        assert "markers" not in reads and "uploads" not in reads, reads
+
+
 def test_abort_task_aborts_only_its_own_upload_of_a_shared_key(dest: str, s3_bucket: str, store: S3Store) -> None:
     with committer(dest) as job:
         job.setup_job()
