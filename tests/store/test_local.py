@@ -62,3 +62,32 @@ def test_mkdirs_makes_missing_parents_accepts_a_directory_and_refuses_a_file_in_
     assert sorted(os.listdir(tmp_path / "a")) == ["b", "d", "link"]
     assert os.listdir(tmp_path / "a" / "b") == ["c"]
     assert (tmp_path / "file").read_bytes() == b"data"
+
+
+def test_a_listing_tells_files_directories_and_links_apart(tmp_path: Path) -> None:
+    store, root = open_store(str(tmp_path)).store, str(tmp_path)
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_bytes(b"12345")
+    (tmp_path / "link").symlink_to(tmp_path / "dir")
+    listed = {status.path.rsplit("/", 1)[1]: status for status in store.list_dir(root)}
+    assert listed["dir"].is_dir and not listed["dir"].is_link
+    assert (listed["file"].size, listed["file"].is_dir, listed["file"].is_link) == (5, False, False)
+    assert listed["file"].modified == pytest.approx(os.stat(tmp_path / "file").st_mtime)
+    assert listed["link"].is_link and not listed["link"].is_dir, "a link to a directory is listed as the link"
+
+
+def test_a_directory_rename_moves_a_directory_only_and_never_lands_on_anything(tmp_path: Path) -> None:
+    store, root = open_store(str(tmp_path)).store, str(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_bytes(b"x")
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "file").write_bytes(b"y")
+    with pytest.raises(FileExistsError):
+        store.rename_dir(f"{root}/a", f"{root}/taken")  # an empty directory, which rename(2) would replace
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        store.rename_dir(f"{root}/file", f"{root}/moved-file")
+    with pytest.raises(FileNotFoundError):
+        store.rename_dir(f"{root}/missing", f"{root}/moved-missing")
+    store.rename_dir(f"{root}/a", f"{root}/b")
+    assert sorted(os.listdir(tmp_path)) == ["b", "file", "taken"]
+    assert (tmp_path / "b" / "f").read_bytes() == b"x"
