@@ -261,9 +261,14 @@ class S3Store(FsspecStore):
         continuation: dict[str, str] = {}
         found = False
         while True:
-            page = await self.fs._call_s3(
-                "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=DELETE_BATCH - 1, **continuation
-            )
+            try:
+                page = await self.fs._call_s3(
+                    "list_objects_v2", Bucket=bucket, Prefix=key + "/", MaxKeys=DELETE_BATCH - 1, **continuation
+                )
+            except FileNotFoundError:  # no such bucket
+                if found:
+                    raise
+                return False
             keys = [str(item["Key"]) for item in page.get("Contents") or []]
             more = bool(page.get("IsTruncated"))
             if not more and (found or keys):

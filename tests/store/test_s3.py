@@ -533,7 +533,9 @@ def test_a_directory_is_deleted_a_page_at_a_time_without_probes_or_globs(
     finally:
         stop()
     assert _keys(store, s3_bucket) == sorted(kept)
-    assert sent == ["ListObjectsV2", "DeleteObjects"] * 3, "7 keys below in pages of 3, the directory's own with the last"
+    assert sent == ["ListObjectsV2", "DeleteObjects"] * 3, (
+        "7 keys below in pages of 3, the directory's own with the last"
+    )
 
 
 def test_deleting_a_file_or_nothing_through_delete_dir(s3_bucket: str, s3_store: S3Store) -> None:
@@ -578,3 +580,7 @@ def test_a_key_s3_would_not_delete_raises_its_error(
     assert store.is_transient(raised.value) is transient
     monkeypatch.undo()
     assert _keys(store, s3_bucket) == ["out/dir/a"]
+
+
+def test_a_directory_in_a_missing_bucket_is_nothing_to_delete(s3_store: S3Store) -> None:
+    assert not s3_store.delete_dir("no-such-bucket-here/out/dir")
