@@ -553,18 +553,15 @@ def test_deleting_a_file_or_nothing_through_delete_dir(s3_bucket: str, s3_store:
 
 
 @pytest.mark.parametrize(
-    ("code", "error", "transient"),
+    "answer",
     [("AccessDenied", PermissionError, False), ("SlowDown", OSError, True), ("InternalError", OSError, True)],
+    ids=["AccessDenied", "SlowDown", "InternalError"],
 )
 def test_a_key_s3_would_not_delete_raises_its_error(
-    s3_bucket: str,
-    s3_store: S3Store,
-    monkeypatch: pytest.MonkeyPatch,
-    code: str,
-    error: type[BaseException],
-    transient: bool,
+    s3_bucket: str, s3_store: S3Store, monkeypatch: pytest.MonkeyPatch, answer: tuple[str, type[BaseException], bool]
 ) -> None:
     """DeleteObjects answers 200 with an error a key (a fault moto cannot make): the delete fails with that key."""
+    code, error, transient = answer
     store = s3_store
     store.fs.pipe_file(f"{s3_bucket}/out/dir/a", b"x")
     real = store.fs._call_s3
