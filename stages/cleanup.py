@@ -250,20 +250,48 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         self.delete_dir(entry)
 
     def _delete_all_but_the_commit_record(self, parallel: bool) -> int:
-        calls = self._delete_task_attempts_in_parallel() if parallel else 0
+        """Everything in the job attempt directory but the record, in one round of parallel calls after one of
+        listings: the task attempt directories (``parallel``) and the attempt directory's other entries; the
+        ``tasks`` directory itself, then emptied, goes with the job directory."""
         attempt_dir = self.paths.job_attempt_dir
         record = self.paths.commit_finished_path.rstrip("/")
-        listed = self.list_dir(attempt_dir)
-        others = sorted((status for status in listed if status.path.rstrip("/") != record), key=lambda s: s.path)
+        tasks_dir = self.paths.task_attempts_dir.rstrip("/")
+        listed: dict[str, list[FileStatus]] = {}
 
-        def delete(status: FileStatus) -> None:
-            if status.is_dir:
-                self.delete_dir(status.path)
-            else:  # one call; a directory's delete probes or lists first on object stores
-                self.delete_file(status.path)
+        def list_children(path: str) -> None:
+            try:
+                listed[path] = self.list_dir(path)
+            except FileNotFoundError:
+                if path != tasks_dir:
+                    raise
+                listed[path] = []
 
-        run_bounded(self.context.pool, others, delete, max_in_flight=self.context.max_in_flight)
-        return calls + len(others)
+        pool, in_flight = self.context.pool, self.context.max_in_flight
+        run_bounded(
+            pool, [tasks_dir, attempt_dir] if parallel else [attempt_dir], list_children, max_in_flight=in_flight
+        )
+        attempts = [status for status in listed.get(tasks_dir, []) if status.is_dir]
+        skipped = {record, tasks_dir} if parallel else {record}
+        others = [status for status in listed[attempt_dir] if status.path.rstrip("/") not in skipped]
+        failed: list[OSError] = []
+
+        def delete(item: tuple[FileStatus, bool]) -> None:
+            status, task_attempt = item
+            try:
+                if status.is_dir:
+                    self.delete_dir(status.path)
+                else:  # one call; a directory's delete probes or lists first on object stores
+                    self.delete_file(status.path)
+            except OSError as error:
+                if not task_attempt:
+                    raise
+                failed.append(error)
+
+        work = [(status, True) for status in attempts] + [(status, False) for status in others]
+        run_bounded(pool, sorted(work, key=lambda item: item[0].path), delete, max_in_flight=in_flight)
+        if failed:  # as in Hadoop: the delete of the whole job directory that follows decides the outcome
+            log.info("%s: %d task attempt directories not deleted in parallel: %s", self.name, len(failed), failed[0])
+        return len(work)
 
     def _delete_task_attempts_in_parallel(self) -> int:
         try:

@@ -330,14 +330,17 @@ def test_cleanup_after_a_commit_survives_a_failed_delete_and_keeps_the_record_to
     expected = three_tasks(committer)
     deletes_before = store.calls["delete_dir"]
     store.add_fault(NO_MOVE_TO_TRASH)
-    store.add_fault(Fault("delete_dir", path_contains="/_temporary/job-faults", error=permission_error, times=1))
+    store.add_fault(Fault("delete_dir", path_contains="/tasks/", error=permission_error, times=1))
+    files_before = store.calls["delete_file"]
 
     committer.commit_job()
 
     assert store.injected["delete_dir"] == 1
-    # With commit-finished in place nothing is deleted in one call before the record: one per task attempt
-    # directory (the first fails), then tasks/, manifests/, journal/ and commit-started, then the job directory.
-    assert store.calls["delete_dir"] - deletes_before == 3 + 4 + 1
+    # With commit-finished in place nothing is deleted in one call before the record: in one round, each task
+    # attempt directory (one fails, as Hadoop tolerates), manifests/ and journal/, and the file commit-started;
+    # then the job directory, with tasks/ and the record.
+    assert store.calls["delete_dir"] - deletes_before == 3 + 2 + 1
+    assert store.calls["delete_file"] - files_before == 1
     assert output(committer) == expected
     assert "_temporary" not in tree(committer)
 
