@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..parallel import run_bounded
 from ..statistic_names import COMMIT_FILE_RENAME, JOB_STAGE_SAVE_SUCCESS_MARKER, TASK_STAGE_SAVE_SUMMARY_FILE
+from ..store import FileStatus
 from ..success_data import SuccessData
 from .base import Stage
 
@@ -46,12 +49,19 @@ class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
         final = paths.success_path
 
         def attempt() -> None:
-            # Retried as a whole up to manifest.save.attempts times; each step is safe to repeat.
+            # Retried as a whole up to manifest.save.attempts times; each step is safe to repeat. The leftover's
+            # delete and the probe of ``_SUCCESS`` go together (one round trip); the rename never overwrites, so
+            # a ``_SUCCESS`` put there since the probe fails it, and the attempt is repeated.
             with self.stats.track(TASK_STAGE_SAVE_SUMMARY_FILE):
-                self.delete_dir(temp, retry=False)  # a leftover of an earlier run: a file, or even a directory
+                found: list[FileStatus | None] = []
+                steps: list[Callable[[], object]] = [
+                    lambda: self.delete_dir(temp, retry=False),  # a leftover of an earlier run: even a directory
+                    lambda: found.append(self.info(final, retry=False)),
+                ]
+                run_bounded(self.context.pool, steps, _run, max_in_flight=self.context.max_in_flight)
                 self.write_bytes(temp, arguments.success.to_json(), retry=False)
                 with self.stats.track(COMMIT_FILE_RENAME):
-                    if self.info(final, retry=False) is not None:
+                    if found[0] is not None:
                         if self.info(aside, retry=False) is None:
                             log.info("Keeping the earlier %s as %s", self.to_url(final), self.to_url(aside))
                             self.rename_file(final, aside, retry=False)
@@ -62,3 +72,7 @@ class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
 
         self.context.save_retry.call(attempt, f"{TASK_STAGE_SAVE_SUMMARY_FILE} {final}")
         return SaveSuccessResult(final)
+
+
+def _run(step: Callable[[], object]) -> object:
+    return step()
