@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -199,12 +200,10 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
         claimed: dict[str, str] = {}
         # Where a probe tells links apart, a file alone in its directory is probed rather than the directory
         # listed: a writer of one file a partition would otherwise list a directory a file.
-        declared_in: dict[str, int] = {}
         probe = self.info_fast if self.capabilities.microsecond_calls else self.info
-        if self.capabilities.symbolic_links:
-            for source_relative in outputs:
-                parent_relative = source_relative.rpartition("/")[0]
-                declared_in[parent_relative] = declared_in.get(parent_relative, 0) + 1
+        declared_in = Counter(
+            source.rpartition("/")[0] for source in (outputs if self.capabilities.symbolic_links else ())
+        )
         for source_relative, dest_relative in sorted(outputs.items(), key=lambda item: item[1]):
             problem = declared_output_problem(source_relative, dest_relative)
             if problem is not None:
