@@ -128,6 +128,10 @@ class IndexedMemoryStore(MemoryStore):
                 self._add_file(self.fs._strip_protocol(path))
                 self._indexed_keys = self._size()
 
+    def _is_directory(self, path: str) -> bool:
+        """From the tree; called by ``write_bytes``, which holds the lock."""
+        return path.rstrip("/") in self._index()
+
     def delete_dir(self, path: str) -> bool:
         """Deletes the subtree under ``path`` (fsspec's recursive ``rm`` probes every file it deletes, each a
         full scan)."""

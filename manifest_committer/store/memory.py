@@ -26,6 +26,18 @@ class MemoryStore(FsspecStore):
     def __init__(self, fs: Any) -> None:
         super().__init__(fs, "memory")
 
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """As on a disk, which this store's ``real_directories`` promises: a directory's place takes no file
+        (fsspec's would keep both, a file and a directory of one name)."""
+        if self._is_directory(self.fs._strip_protocol(path)):
+            raise IsADirectoryError(f"{self.to_url(path)}: a directory is in the way of a file")
+        super().write_bytes(path, data)
+
+    def _is_directory(self, path: str) -> bool:
+        """A directory made by ``mkdirs`` or implied by a file below it (a scan of every key)."""
+        below = path.rstrip("/") + "/"
+        return path in self.fs.pseudo_dirs or any(key.startswith(below) for key in self.fs.store)
+
     def from_url(self, url: str) -> str:
         path = super().from_url(url)
         return path if path.startswith("/") else "/" + path
