@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from typing import TypeVar
 
@@ -78,6 +78,25 @@ def run_bounded(
             take_one()
     if first_error is not None:
         raise first_error
+
+
+def run_together(pool: Executor | None, steps: Sequence[Callable[[], object]], *, max_in_flight: int) -> None:
+    """Run independent ``steps`` (each keeps its own answer) at once, up to ``max_in_flight``: one round trip of
+    the store for all of them, not one each. The first error is raised once the steps started have finished."""
+    run_bounded(pool, steps, _call, max_in_flight=max_in_flight)
+
+
+def _call(step: Callable[[], object]) -> object:
+    return step()
+
+
+def start(pool: Executor | None, call: Callable[[], R]) -> Callable[[], R]:
+    """``call`` started on ``pool`` (made here and now without one) while the caller goes on; the function returned
+    waits for its answer, or raises its error, each time it is called."""
+    if pool is None:
+        answer = call()
+        return lambda: answer
+    return pool.submit(call).result
 
 
 class CallSlots:

@@ -219,6 +219,18 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def read_bytes(self, path: str, statistic: str = OP_LOAD_FILE) -> bytes:
         return self.call(statistic, lambda: self._store.read_bytes(path), path)
 
+    def list_dir_if_present(self, path: str) -> list[FileStatus] | None:
+        """A listing where absence is an answer: ``None``, timed without counting a failure (as
+        ``read_bytes_if_present``)."""
+
+        def listing() -> list[FileStatus] | None:
+            try:
+                return self._store.list_dir(path)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+
+        return self.call(OP_LIST_STATUS, listing, path)
+
     def read_bytes_if_present(self, path: str, statistic: str = OP_LOAD_FILE) -> bytes | None:
         """A read where absence is an answer (a record not written yet), not a failure: ``None``, and the call
         is timed without counting ``<statistic>.failures``, which on-call people read as errors."""

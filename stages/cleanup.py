@@ -9,12 +9,13 @@ import logging
 import posixpath
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..background import BackgroundWork
 from ..config import CommitterConfig
-from ..parallel import run_bounded
+from ..parallel import run_bounded, run_together
 from ..paths import COMMIT_FINISHED_MARKER, trash_entry_job_id
 from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
 from ..store import FileStatus
@@ -141,7 +142,8 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
 
     def _delete_in_place(self, arguments: CleanupArguments) -> CleanupResult:
         job_dir = self.paths.job_dir
-        if self.info(job_dir) is None:
+        survey = _Survey(self, arguments.parallel)
+        if survey.job_dir is None:
             # Gone already; what a process killed while deleting this job's trash entry left goes now.
             if self.capabilities.directory_rename:
                 try:
@@ -157,8 +159,8 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         error: BaseException | None = None
         job_dir_deleted = False
         try:
-            if self.info(self.paths.commit_finished_path) is not None:
-                calls += self._delete_all_but_the_commit_record(arguments.parallel)
+            if survey.record() is not None:
+                calls += self._delete_all_but_the_commit_record(arguments.parallel, survey)
                 if arguments.parallel:
                     outcome = CleanupOutcome.PARALLEL_DELETE
             elif arguments.parallel:
@@ -170,7 +172,7 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
                     except OSError as base_error:
                         log.info("Base-first delete of %s failed, deleting in parallel: %s", job_dir, base_error)
                 if not job_dir_deleted:
-                    calls += self._delete_task_attempts_in_parallel()
+                    calls += self._delete_task_attempts_in_parallel(survey.task_attempts())
                     outcome = CleanupOutcome.PARALLEL_DELETE
             if not job_dir_deleted:
                 calls += 1
@@ -249,30 +251,15 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
                     self.delete_dir(child)
         self.delete_dir(entry)
 
-    def _delete_all_but_the_commit_record(self, parallel: bool) -> int:
-        """Everything in the job attempt directory but the record, in one round of parallel calls after one of
-        listings: the task attempt directories (``parallel``) and the attempt directory's other entries; the
-        ``tasks`` directory itself, then emptied, goes with the job directory."""
-        attempt_dir = self.paths.job_attempt_dir
+    def _delete_all_but_the_commit_record(self, parallel: bool, survey: _Survey) -> int:
+        """Everything in the job attempt directory but the record, in one round of parallel calls after the
+        survey's listings: the task attempt directories (``parallel``) and the attempt directory's other entries;
+        the ``tasks`` directory itself, then emptied, goes with the job directory."""
         record = self.paths.commit_finished_path.rstrip("/")
         tasks_dir = self.paths.task_attempts_dir.rstrip("/")
-        listed: dict[str, list[FileStatus]] = {}
-
-        def list_children(path: str) -> None:
-            try:
-                listed[path] = self.list_dir(path)
-            except FileNotFoundError:
-                if path != tasks_dir:
-                    raise
-                listed[path] = []
-
-        pool, in_flight = self.context.pool, self.context.max_in_flight
-        run_bounded(
-            pool, [tasks_dir, attempt_dir] if parallel else [attempt_dir], list_children, max_in_flight=in_flight
-        )
-        attempts = [status for status in listed.get(tasks_dir, []) if status.is_dir]
+        attempts = survey.task_attempts() if parallel else []
         skipped = {record, tasks_dir} if parallel else {record}
-        others = [status for status in listed[attempt_dir] if status.path.rstrip("/") not in skipped]
+        others = [status for status in survey.attempt_entries() if status.path.rstrip("/") not in skipped]
         failed: list[OSError] = []
 
         def delete(item: tuple[FileStatus, bool]) -> None:
@@ -288,23 +275,86 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
                 failed.append(error)
 
         work = [(status, True) for status in attempts] + [(status, False) for status in others]
-        run_bounded(pool, sorted(work, key=lambda item: item[0].path), delete, max_in_flight=in_flight)
+        run_bounded(
+            self.context.pool,
+            sorted(work, key=lambda item: item[0].path),
+            delete,
+            max_in_flight=self.context.max_in_flight,
+        )
         if failed:  # as in Hadoop: the delete of the whole job directory that follows decides the outcome
             log.info("%s: %d task attempt directories not deleted in parallel: %s", self.name, len(failed), failed[0])
         return len(work)
 
-    def _delete_task_attempts_in_parallel(self) -> int:
-        try:
-            attempts = self.list_dir(self.paths.task_attempts_dir)
-        except FileNotFoundError:
-            return 0
-        directories = [status.path for status in attempts if status.is_dir]
+    def _delete_task_attempts_in_parallel(self, attempts: list[FileStatus]) -> int:
+        directories = [status.path for status in attempts]
         try:
             run_bounded(self.context.pool, directories, self.delete_dir, max_in_flight=self.context.max_in_flight)
         except OSError as error:
             # As in Hadoop: the delete of the whole job directory that follows decides the outcome.
             log.info("%s: parallel delete of task attempt directories failed: %s", self.name, error)
         return len(directories)
+
+
+class _Survey:
+    """What the cleanup needs to know of the job's directory, asked in one round trip of independent calls: is
+    the job directory there, is ``commit-finished``, and the listings of the task attempts (where deleted in
+    parallel) and of the job attempt directory. A listing's failure is raised where that listing is used."""
+
+    def __init__(self, stage: CleanupStage, parallel: bool) -> None:
+        paths = stage.paths
+        self._stage = stage
+        self._tasks_dir = paths.task_attempts_dir.rstrip("/")
+        self._attempt_dir = paths.job_attempt_dir
+        self.job_dir: FileStatus | None = None
+        self._record: FileStatus | None = None
+        self._record_error: Exception | None = None
+        self._listed: dict[str, list[FileStatus] | Exception | None] = {}
+
+        def probe_job_dir() -> None:
+            self.job_dir = stage.info(paths.job_dir)
+
+        def probe_record() -> None:
+            try:
+                self._record = stage.info(paths.commit_finished_path)
+            except Exception as error:
+                self._record_error = error
+
+        def lister(path: str) -> Callable[[], None]:
+            def listing() -> None:
+                try:
+                    self._listed[path] = stage.list_dir_if_present(path)
+                except Exception as error:
+                    self._listed[path] = error
+
+            return listing
+
+        steps = [probe_job_dir, probe_record, lister(self._attempt_dir)]
+        if parallel:
+            steps.append(lister(self._tasks_dir))
+        run_together(stage.context.pool, steps, max_in_flight=stage.context.max_in_flight)
+
+    def record(self) -> FileStatus | None:
+        """The ``commit-finished`` record, if there."""
+        if self._record_error is not None:
+            raise self._record_error
+        return self._record
+
+    def task_attempts(self) -> list[FileStatus]:
+        """The task attempt directories (none if ``tasks`` is missing)."""
+        return [status for status in self._listing(self._tasks_dir) or [] if status.is_dir]
+
+    def attempt_entries(self) -> list[FileStatus]:
+        """The job attempt directory's entries; ``FileNotFoundError`` if it is missing."""
+        listed = self._listing(self._attempt_dir)
+        if listed is None:
+            raise FileNotFoundError(self._stage.to_url(self._attempt_dir))
+        return listed
+
+    def _listing(self, path: str) -> list[FileStatus] | None:
+        listed = self._listed.get(path)
+        if isinstance(listed, Exception):
+            raise listed
+        return listed
 
 
 def clean_up_job(gate: Stage[Any, Any], *, suppress_errors: bool, background: bool = False) -> CleanupResult:

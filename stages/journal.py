@@ -42,13 +42,14 @@ from __future__ import annotations
 import enum
 import logging
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._json import dump_json, load_json_document
 from ..entry_file import FileToCommit, RenameUnit
 from ..errors import JobStateError, ManifestError
+from ..parallel import run_together
 from ..statistic_names import OP_LOAD_FILE
 from ..store import FileStatus
 from ..success_data import SuccessData
@@ -96,7 +97,10 @@ class CommitRecord:
 def read_commit_record(gate: Gate) -> CommitRecord | None:
     """The job's ``commit-started`` record; ``None`` if absent or torn (then the commit had changed nothing)."""
     path = gate.paths.commit_started_path
-    data = _read_if_present(gate, path)
+    return _commit_record(gate, path, _read_if_present(gate, path))
+
+
+def _commit_record(gate: Gate, path: str, data: bytes | None) -> CommitRecord | None:
     if data is None:
         return None
     try:
@@ -141,6 +145,40 @@ def committed_summary(gate: Gate) -> SuccessData | None:
         if success is not None:
             return success
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecords:
+    """What a job commit finds of its earlier runs."""
+
+    finished: SuccessData | None
+    """This job's summary if its commit point has passed (``committed_summary``)."""
+    started: CommitRecord | None
+    """Its ``commit-started`` record (``read_commit_record``); not read into when ``finished``."""
+
+
+def read_job_records(gate: Gate, *also: Callable[[], object]) -> JobRecords:
+    """``committed_summary`` and ``read_commit_record`` with their three reads in one round trip, and ``also``
+    (the caller's own independent calls) in the same one."""
+    paths = gate.paths
+    finished_path, success_path, started_path = (
+        paths.commit_finished_path,
+        paths.success_path,
+        paths.commit_started_path,
+    )
+    found: dict[str, bytes | None] = {}
+
+    def reader(path: str) -> Callable[[], None]:
+        return lambda: found.__setitem__(path, _read_if_present(gate, path))
+
+    steps = [reader(finished_path), reader(success_path), reader(started_path), *also]
+    run_together(gate.context.pool, steps, max_in_flight=gate.context.max_in_flight)
+    for path in (finished_path, success_path):
+        data = found[path]
+        success = None if data is None else this_jobs_summary(gate, data, path)
+        if success is not None:
+            return JobRecords(success, None)
+    return JobRecords(None, _commit_record(gate, started_path, found[started_path]))
 
 
 def this_jobs_summary(gate: Gate, data: bytes, path: str) -> SuccessData | None:

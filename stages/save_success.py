@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..parallel import run_bounded
+from ..parallel import run_together
 from ..statistic_names import COMMIT_FILE_RENAME, JOB_STAGE_SAVE_SUCCESS_MARKER, TASK_STAGE_SAVE_SUMMARY_FILE
 from ..store import FileStatus
 from ..success_data import SuccessData
@@ -49,17 +49,18 @@ class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
         final = paths.success_path
 
         def attempt() -> None:
-            # Retried as a whole up to manifest.save.attempts times; each step is safe to repeat. The leftover's
-            # delete and the probe of ``_SUCCESS`` go together (one round trip); the rename never overwrites, so
-            # a ``_SUCCESS`` put there since the probe fails it, and the attempt is repeated.
+            # Retried as a whole up to manifest.save.attempts times; each step is safe to repeat. The write of
+            # the temporary file (replacing a leftover of an earlier run) and the probe of ``_SUCCESS`` go
+            # together, one round trip; the rename never overwrites, so a ``_SUCCESS`` put there since the probe
+            # fails it, and the attempt is repeated.
             with self.stats.track(TASK_STAGE_SAVE_SUMMARY_FILE):
                 found: list[FileStatus | None] = []
+                data = arguments.success.to_json()
                 steps: list[Callable[[], object]] = [
-                    lambda: self.delete_dir(temp, retry=False),  # a leftover of an earlier run: even a directory
+                    lambda: self._write_over_leftover(temp, data),
                     lambda: found.append(self.info(final, retry=False)),
                 ]
-                run_bounded(self.context.pool, steps, _run, max_in_flight=self.context.max_in_flight)
-                self.write_bytes(temp, arguments.success.to_json(), retry=False)
+                run_together(self.context.pool, steps, max_in_flight=self.context.max_in_flight)
                 with self.stats.track(COMMIT_FILE_RENAME):
                     if found[0] is not None:
                         if self.info(aside, retry=False) is None:
@@ -73,6 +74,12 @@ class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
         self.context.save_retry.call(attempt, f"{TASK_STAGE_SAVE_SUMMARY_FILE} {final}")
         return SaveSuccessResult(final)
 
-
-def _run(step: Callable[[], object]) -> object:
-    return step()
+    def _write_over_leftover(self, temp: str, data: bytes) -> None:
+        """Write ``temp``, replacing a file an earlier run left there; a directory left there, which a write
+        cannot replace, is deleted and the write made again."""
+        try:
+            self.write_bytes(temp, data, retry=False)
+        except IsADirectoryError:
+            log.info("Deleting the directory left at %s by an earlier run", self.to_url(temp))
+            self.delete_dir(temp, retry=False)
+            self.write_bytes(temp, data, retry=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from manifest_committer.parallel import CallSlots, run_bounded
+from manifest_committer.parallel import CallSlots, run_bounded, run_together
 
 
 class CountingPool(ThreadPoolExecutor):
@@ -260,3 +260,34 @@ def test_the_slots_of_one_thread_do_not_serve_another() -> None:
     assert slots.take(1) == 1
     assert not _finishes(lambda: slots.take(1), 0.2), "another thread still waits for the held slot"
     slots.give(1)
+
+
+def test_steps_run_together_each_keeping_its_answer() -> None:
+    meeting = threading.Barrier(3, timeout=5)
+    answers: dict[str, int] = {}
+
+    def step(name: str, value: int) -> Callable[[], None]:
+        def run() -> None:
+            meeting.wait()  # breaks unless all three are running at once
+            answers[name] = value
+
+        return run
+
+    with ThreadPoolExecutor(4) as pool:
+        run_together(pool, [step("a", 1), step("b", 2), step("c", 3)], max_in_flight=4)
+    assert answers == {"a": 1, "b": 2, "c": 3}
+
+
+def test_the_first_error_of_steps_run_together_is_raised_after_the_others_finish() -> None:
+    finished: list[str] = []
+
+    def fail() -> None:
+        raise PermissionError("refused")
+
+    def slow() -> None:
+        time.sleep(0.2)
+        finished.append("slow")
+
+    with ThreadPoolExecutor(4) as pool, pytest.raises(PermissionError, match="refused"):
+        run_together(pool, [fail, slow], max_in_flight=4)
+    assert finished == ["slow"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import posixpath
 from collections.abc import Callable, Mapping
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 import fsspec
 
 from ...entry_file import remove_dead_spill_files
-from ...parallel import run_bounded
+from ...parallel import run_bounded, start
 from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_COMMIT_JOB,
@@ -19,7 +20,7 @@ from ...statistic_names import (
     OP_COPY_FILE,
     OP_SAVE_FILE,
 )
-from ...store import open_store
+from ...store import FileStatus, open_store
 from ...success_data import DIAGNOSTIC_MANIFESTS, SuccessData
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job, summary_in_trash
@@ -27,8 +28,7 @@ from ..journal import (
     CommitRecord,
     JournalRun,
     check_accepted,
-    committed_summary,
-    read_commit_record,
+    read_job_records,
     write_commit_record,
 )
 from ..save_success import SaveSuccessArguments, SaveSuccessStage
@@ -86,18 +86,27 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
 
     def execute(self, arguments: CommitJobArguments) -> CommitJobResult:
         remove_dead_spill_files(arguments.spill_directory, self.paths.job_id)
-        finished = self._recorded_finish()
+        listed: list[list[FileStatus] | Exception] = []
+        records = read_job_records(self, lambda: self._list_manifests(listed))
+        # The commit point passed: the record of the finish, this job's _SUCCESS (a kill between the two, or
+        # the job's state already gone) or the record in the trash (the state moved there, not yet deleted).
+        finished = records.finished or summary_in_trash(self)
         if finished is not None:
             log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
             cleanup = self._cleanup(arguments)
             return CommitJobResult(finished, 0, 0, cleanup, already_committed=True)
 
-        started = read_commit_record(self)
+        listing = listed[0] if listed else None
+        if isinstance(listing, Exception):
+            raise listing
+        started = records.started
         accepted = arguments.accepted_attempts
         if started is not None:
             check_accepted(self, started, accepted)
             accepted = started.accepted
-        loaded = LoadManifestsStage(self.context).apply(LoadManifestsArguments(arguments.spill_directory, accepted))
+        loaded = LoadManifestsStage(self.context).apply(
+            LoadManifestsArguments(arguments.spill_directory, accepted, listing)
+        )
         with loaded.entry_file:
             if started is None:
                 record = CommitRecord(
@@ -110,13 +119,19 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
                         concurrent_calls=self.capabilities.concurrent_calls,
                     ),
                 )
-                write_commit_record(self, record)  # before the destination first changes
+                # Before the destination first changes; written while the directories are probed.
+                record_written = start(self.context.pool, lambda: write_commit_record(self, record))
                 journal = JournalRun.first(record.unit_size)
             else:
+                record_written = _nothing
                 journal = JournalRun.rerun(self, started.unit_size)
-            directories = CreateDirectoriesStage(self.context).apply(
-                CreateDirectoriesArguments(loaded.directories, journal, self._movable(loaded))
-            )
+            try:
+                directories = CreateDirectoriesStage(self.context).apply(
+                    CreateDirectoriesArguments(loaded.directories, journal, self._movable(loaded), record_written)
+                )
+            finally:
+                with contextlib.suppress(Exception):  # never left in flight; its error is raised before
+                    record_written()
             renamed = RenameFilesStage(self.context).apply(
                 RenameFilesArguments(
                     loaded.entry_file,
@@ -171,11 +186,17 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         self.stats.set_counter(COMMITTER_BYTES_COMMITTED, renamed.bytes_committed)
         self.stats.set_counter(COMMITTER_TASKS_COMPLETED, loaded.manifest_count)
 
-    def _recorded_finish(self) -> SuccessData | None:
-        """The summary of this job if its commit point has passed: its ``commit-finished`` record, or else its
-        ``_SUCCESS`` in place (a kill between the two, or the job's state already gone), or else the record in
-        the trash (the job's state moved there, not yet deleted)."""
-        return committed_summary(self) or summary_in_trash(self)
+    def _list_manifests(self, listed: list[list[FileStatus] | Exception]) -> None:
+        """The manifest directory's entries into ``listed``, read with the job's records, or the error listing
+        it raised: a job already committed needs neither (its state may be gone); where it is missing, nothing
+        (``LoadManifests`` lists it again, if the commit goes on, and says what that means)."""
+        try:
+            found = self.list_dir_if_present(self.paths.manifest_dir)
+        except Exception as error:
+            listed.append(error)
+            return
+        if found is not None:
+            listed.append(found)
 
     def _keep_manifests(self, directory: str) -> str | None:
         """Copy the manifests to ``<directory>/<jobId>/`` for later diagnosis.
@@ -208,3 +229,7 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         except Exception as error:
             log.warning("Could not keep the manifests of job %s in %s: %s", self.paths.job_id, directory, error)
             return None
+
+
+def _nothing() -> None:
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -43,6 +43,9 @@ class CreateDirectoriesArguments:
     movable: frozenset[str] = frozenset()
     """Leaves whose file may arrive with its source directory (``directory_moves``): those found missing are
     journaled as this job's, but not made; the rename stage moves a directory there."""
+    before_changes: Callable[[], object] = lambda: None
+    """Called once the probes are back, before the first change: where the caller's own write must precede the
+    destination's first change (the job commit's ``commit-started`` record), it goes out with the probes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         pool, in_flight = self.context.pool, self.context.max_in_flight
 
         found = self._statuses(to_probe)
+        arguments.before_changes()
         missing = sorted(path for path, status in found.items() if status is None)
         files_in_the_way = sorted(path for path, status in found.items() if status is not None and not status.is_dir)
         if files_in_the_way and not self.config.delete_target_files:

@@ -59,6 +59,9 @@ class LoadManifestsArguments:
     accepted_attempts: Mapping[str, str] | None = None
     """Task id -> the one attempt id to commit (as an engine's commit coordinator accepted it); other manifests
     are ignored. ``None``: every manifest in the directory."""
+    listing: list[FileStatus] | None = None
+    """The manifest directory's entries, where the caller listed it (in one round trip with its own reads);
+    ``None``: listed here."""
 
 
 @dataclass
@@ -110,13 +113,15 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
 
     def execute(self, arguments: LoadManifestsArguments) -> LoadManifestsResult:
         manifest_dir = self.paths.manifest_dir
-        try:
-            listing = self.list_dir(manifest_dir)
-        except FileNotFoundError:
-            raise JobStateError(
-                f"{self.to_url(manifest_dir)}: no manifest directory: job {self.paths.job_id} was never set "
-                "up, or was already committed or aborted"
-            ) from None
+        listing = arguments.listing
+        if listing is None:
+            try:
+                listing = self.list_dir(manifest_dir)
+            except FileNotFoundError:
+                raise JobStateError(
+                    f"{self.to_url(manifest_dir)}: no manifest directory: job {self.paths.job_id} was never "
+                    "set up, or was already committed or aborted"
+                ) from None
         manifests = sorted((s for s in listing if s.path.rstrip("/").endswith(MANIFEST_SUFFIX)), key=lambda s: s.path)
         self._accepted = arguments.accepted_attempts
         self._admission = JobAdmission(self.paths)

@@ -29,6 +29,7 @@ from manifest_committer.store import Fault, FaultInjectingStore, FileStatus
 from manifest_committer.success_data import SuccessData
 from tests.fixtures.stage_context import exists, fresh, make_context, set_up_job, task_ids, write_task_output
 from tests.fixtures.stores import ALL_STORES, S3_STORE, store_destination
+from tests.fixtures.together import MeetInFlight
 
 
 @pytest.fixture(params=[*ALL_STORES, S3_STORE])
@@ -132,6 +133,30 @@ def test_a_failure_is_raised_unless_suppressed(destination: str) -> None:
     assert result.outcome is CleanupOutcome.FAILURE
     assert isinstance(result.error, PermissionError)
     assert exists(context, context.paths.job_dir)
+
+
+@pytest.mark.parametrize("finished", [True, False], ids=["committed", "not committed"])
+def test_what_to_delete_is_found_in_one_round_trip(destination: str, finished: bool) -> None:
+    """Is the job directory there, is ``commit-finished``, which task attempts and other entries: four calls, one
+    latency, whichever way the cleanup then goes."""
+    context = job_with_tasks(destination)
+    paths = context.paths
+    if finished:
+        context.store.write_bytes(paths.commit_finished_path, b"{}")
+    expected = [
+        ("info", paths.job_dir),
+        ("info", paths.commit_finished_path),
+        ("list_dir", paths.task_attempts_dir.rstrip("/")),
+        ("list_dir", paths.job_attempt_dir.rstrip("/")),
+    ]
+    with ThreadPoolExecutor(8) as pool:
+        context.pool = pool
+        meeting = MeetInFlight(context.store, expected)
+        context.store = meeting
+        result = clean(context)
+    assert sorted(meeting.met) == sorted(expected)
+    assert result.outcome is CleanupOutcome.PARALLEL_DELETE
+    assert not exists(context, paths.job_dir)
 
 
 def test_applied_twice_raises(destination: str) -> None:

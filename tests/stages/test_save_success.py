@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from manifest_committer.errors import JobStateError
@@ -15,6 +17,7 @@ from manifest_committer.statistic_names import (
 from manifest_committer.store import Fault, FaultInjectingStore
 from manifest_committer.success_data import SUCCESS_MARKER, SuccessData
 from tests.fixtures.stage_context import JOB_ID, make_context, set_up_job
+from tests.fixtures.together import MeetInFlight
 
 
 def prepared(destination: str) -> StageContext:
@@ -89,3 +92,15 @@ def test_applied_twice_raises(destination: str) -> None:
     stage.apply(SaveSuccessArguments(summary()))
     with pytest.raises(JobStateError, match="attempted twice"):
         stage.apply(SaveSuccessArguments(summary()))
+
+
+def test_the_temp_file_is_written_while_success_is_probed(destination: str) -> None:
+    context = prepared(destination)
+    expected = [("write_bytes", context.paths.temp_success_path), ("info", context.paths.success_path)]
+    with ThreadPoolExecutor(4) as pool:
+        context.pool = pool
+        meeting = MeetInFlight(context.store, expected)
+        context.store = meeting
+        SaveSuccessStage(context).apply(SaveSuccessArguments(summary()))
+    assert sorted(meeting.met) == sorted(expected)
+    assert SuccessData.from_json(meeting.inner.read_bytes(context.paths.success_path)).job_id == JOB_ID

@@ -41,6 +41,7 @@ from tests.fixtures.stage_context import (
     set_up_job,
     task_ids,
 )
+from tests.fixtures.together import MeetInFlight
 
 FILES = {0: {"year=2024/a.csv": b"aaa", "b.csv": b"b"}, 1: {"year=2024/c.csv": b"cc", "year=2025/d.csv": b"dddd"}}
 
@@ -250,3 +251,50 @@ def test_a_clean_commit_records_no_failed_store_call(destination: str) -> None:
     failures = {name: count for name, count in result.success.iostatistics.counters.items() if ".failures" in name}
     assert failures == {}
     assert result.success.iostatistics.counters.get(OP_LOAD_FILE, 0) >= 1, "the probes still count as calls"
+
+
+def test_the_records_and_the_manifests_are_read_in_one_round_trip(destination: str) -> None:
+    """Whether the job committed or began committing, and which manifests it has: four calls, one latency."""
+    context = job(destination)
+    with ThreadPoolExecutor(8) as pool:
+        committing = fresh(context, pool=pool)
+        paths = committing.paths
+        meeting = MeetInFlight(
+            committing.store,
+            [
+                ("read_bytes", paths.commit_finished_path),
+                ("read_bytes", paths.success_path),
+                ("read_bytes", paths.commit_started_path),
+                ("list_dir", paths.manifest_dir),
+            ],
+        )
+        committing.store = meeting
+        result = commit(committing)
+    assert len(meeting.met) == 4
+    assert result.files_committed == 4
+
+
+def test_commit_started_is_written_while_the_directories_are_probed(destination: str) -> None:
+    context = job(destination)
+    with ThreadPoolExecutor(8) as pool:
+        committing = fresh(context, pool=pool)
+        expected = [("write_bytes", committing.paths.commit_started_path), ("info", dest_path(committing, "year=2025"))]
+        meeting = MeetInFlight(committing.store, expected)
+        committing.store = meeting
+        result = commit(committing)
+    assert sorted(meeting.met) == sorted(expected)
+    assert result.files_committed == 4
+
+
+def test_a_failed_commit_started_record_fails_the_commit_before_any_change(destination: str) -> None:
+    context = job(destination)
+    before = context.store.info(dest_path(context, "year=2024"))
+    with ThreadPoolExecutor(8) as pool:
+        committing = fresh(context, pool=pool)
+        committing.store = FaultInjectingStore(
+            committing.store, [Fault("write_bytes", "/commit-started", error=lambda: PermissionError("refused"))]
+        )
+        with pytest.raises(PermissionError, match="refused"):
+            commit(committing)
+    assert context.store.info(dest_path(context, "year=2024")) == before is None
+    assert context.store.info(dest_path(context, "b.csv")) is None
