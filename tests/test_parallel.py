@@ -262,6 +262,40 @@ def test_the_slots_of_one_thread_do_not_serve_another() -> None:
     slots.give(1)
 
 
+def test_a_batch_waits_for_its_share_of_the_slots_rather_than_go_out_with_a_few() -> None:
+    """A batch sent with the odd slot given back costs its thread a whole round trip for a call or two: it waits
+    for a sixteenth of the slots, or all it wants if fewer; a single call takes the one slot free."""
+    slots = CallSlots(64)  # a share of 4
+    release = threading.Event()
+
+    def hold() -> None:
+        slots.take(61)
+        release.wait(10)
+        slots.give(61)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken: dict[str, int] = {}
+
+    def take(name: str, wanted: int) -> Callable[[], None]:
+        def run() -> None:
+            taken[name] = slots.take(wanted)
+            slots.give(taken[name])
+
+        return run
+
+    assert _finishes(take("single", 1)) and taken["single"] == 1, "one call goes out on a free slot"
+    assert _finishes(take("small", 3)) and taken["small"] == 3, "a batch wanting less than its share takes it all"
+    batch = threading.Thread(target=take("batch", 10))
+    batch.start()
+    batch.join(0.2)
+    assert batch.is_alive() and "batch" not in taken, "3 slots free, fewer than the share: the batch waits"
+    release.set()
+    batch.join(5)
+    holder.join(5)
+    assert taken["batch"] == 10
+
+
 def test_steps_run_together_each_keeping_its_answer() -> None:
     meeting = threading.Barrier(3, timeout=5)
     answers: dict[str, int] = {}
