@@ -154,16 +154,17 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             result.task_attempt_ids.append(loaded.task_attempt_id)
             result.manifest_bytes += loaded.size
 
-        # Where a read takes microseconds, loading is JSON parsing under the GIL: threads would only contend.
+        # The pool's threads read; this one parses, as each read comes back: JSON parsing is under the GIL, where
+        # threads would only contend (where a read takes microseconds, nothing goes to the pool at all).
         pool = None if self.capabilities.microsecond_calls else self.context.pool
         try:
             with self.stats.track(OP_LOAD_ALL_MANIFESTS):
                 run_bounded(
                     pool,
                     manifests,
-                    self._load_one,
+                    self._read_one,
                     max_in_flight=self.context.max_in_flight,
-                    on_result=absorb,
+                    on_result=lambda read: absorb(self._parse(*read)),
                 )
             self._no_destination_twice(entry_file, dest_hashes)
         except BaseException:
@@ -183,11 +184,15 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         )
         return result
 
-    def _load_one(self, status: FileStatus) -> _LoadedManifest:
-        url = self.to_url(status.path)
+    def _read_one(self, status: FileStatus) -> tuple[FileStatus, bytes]:
         if status.is_dir or status.size == 0:
-            raise ManifestError(f"{url}: not a valid manifest file: {'a directory' if status.is_dir else 'empty'}")
-        data = self.read_bytes(status.path, OP_LOAD_MANIFEST)
+            raise ManifestError(
+                f"{self.to_url(status.path)}: not a valid manifest file: {'a directory' if status.is_dir else 'empty'}"
+            )
+        return status, self.read_bytes(status.path, OP_LOAD_MANIFEST)
+
+    def _parse(self, status: FileStatus, data: bytes) -> _LoadedManifest:
+        url = self.to_url(status.path)
         manifest = TaskManifest.from_json(data, url)
         self._check_identity(manifest, status.path, url)
         if self._accepted is not None and self._accepted[manifest.task_id] != manifest.task_attempt_id:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from manifest_committer.statistic_names import (
     OP_LOAD_MANIFEST,
     TASK_STAGE_SCAN_DIRECTORY,
 )
+from manifest_committer.store import FaultInjectingStore
 from tests.fixtures.stage_context import commit_task, dest_path, fresh, make_context, set_up_job, task_ids
 
 
@@ -178,6 +180,36 @@ def test_directories_are_sorted_by_level_then_path(destination: str) -> None:
         ("b/c", 2),
         ("a/z/y", 3),
     ]
+
+
+def test_the_pool_reads_and_the_calling_thread_parses(destination: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parsing is under the GIL: manifests parsed in the pool's threads, all at once as their reads came back,
+    only contended for it."""
+    context = make_context(destination)
+    set_up_job(context)
+    for index in range(8):
+        save_manifest(context, index, [(f"f{index}", index)])
+    reading: set[str] = set()
+    parsing: set[str] = set()
+    read_bytes, from_json = FaultInjectingStore.read_bytes, TaskManifest.from_json
+
+    def recorded_read(store: FaultInjectingStore, path: str) -> bytes:
+        reading.add(threading.current_thread().name)
+        return read_bytes(store, path)
+
+    def recorded_parse(data: bytes, origin: str = "") -> TaskManifest:
+        parsing.add(threading.current_thread().name)
+        return from_json(data, origin)
+
+    monkeypatch.setattr(FaultInjectingStore, "read_bytes", recorded_read)
+    monkeypatch.setattr(TaskManifest, "from_json", staticmethod(recorded_parse))
+    slow = FaultInjectingStore(context.store, latency=0.001)  # calls of milliseconds: reads go to the pool
+    with ThreadPoolExecutor(4, thread_name_prefix="pool") as pool:
+        result = load(fresh(context, pool=pool, store=slow))
+    result.entry_file.close()
+    assert result.manifest_count == 8
+    assert reading and all(name.startswith("pool") for name in reading)
+    assert parsing == {threading.current_thread().name}
 
 
 def test_parallel_load_with_a_pool_matches_serial_load(destination: str) -> None:
