@@ -107,3 +107,18 @@ def test_a_file_written_while_the_index_is_rebuilt_is_listed(store: IndexedMemor
     finally:
         del bench.list  # type: ignore[attr-defined]
     assert [status.path for status in store.list_dir(f"{root}/b")] == [f"{root}/b/late"]
+
+
+@pytest.mark.parametrize("made_by", ["mkdirs", "a file below it"])
+def test_a_write_onto_a_directory_is_refused_as_by_the_memory_store(store: IndexedMemoryStore, made_by: str) -> None:
+    root = f"/indexed-{uuid.uuid4().hex[:8]}"
+    if made_by == "mkdirs":
+        store.mkdirs(f"{root}/d")
+    else:
+        store.fs.pipe_file(f"{root}/d/f", b"below")  # past the store: the index is rebuilt first
+    with pytest.raises(IsADirectoryError):
+        store.write_bytes(f"{root}/d", b"x")
+    assert f"{root}/d" not in store.fs.store
+    store.write_bytes(f"{root}/e", b"new")  # and a write elsewhere keeps the index current
+    found = store.info(f"{root}/e")
+    assert found is not None and found.size == 3
