@@ -12,7 +12,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
-from typing import TypeVar
+from typing import Generic, TypeVar, cast
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -88,6 +88,32 @@ def run_together(pool: Executor | None, steps: Sequence[Callable[[], object]], *
 
 def _call(step: Callable[[], object]) -> object:
     return step()
+
+
+class Outcome(Generic[R]):
+    """A call to make among others (a step of ``run_together``) whose answer, or error, is kept for where it is
+    used: a read that only one way on needs fails only that way."""
+
+    def __init__(self, call: Callable[[], R]) -> None:
+        self._call = call
+        self._answer: R | None = None
+        self._error: Exception | None = None
+        self._made = False
+
+    def __call__(self) -> None:
+        try:
+            self._answer = self._call()
+        except Exception as error:
+            self._error = error
+        self._made = True
+
+    def get(self) -> R:
+        """The call's answer; its error raised, if it failed."""
+        if not self._made:
+            raise RuntimeError("the call was not made yet")
+        if self._error is not None:
+            raise self._error
+        return cast(R, self._answer)
 
 
 def start(pool: Executor | None, call: Callable[[], R]) -> Callable[[], R]:

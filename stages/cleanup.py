@@ -15,7 +15,7 @@ from typing import Any
 
 from ..background import BackgroundWork
 from ..config import CommitterConfig
-from ..parallel import run_bounded, run_together
+from ..parallel import Outcome, run_bounded, run_together
 from ..paths import COMMIT_FINISHED_MARKER, trash_entry_job_id
 from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
 from ..store import FileStatus
@@ -298,62 +298,37 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
 class _Survey:
     """What the cleanup needs to know of the job's directory, asked in one round trip of independent calls: is
     the job directory there, is ``commit-finished``, and the listings of the task attempts (where deleted in
-    parallel) and of the job attempt directory. A listing's failure is raised where that listing is used."""
+    parallel) and of the job attempt directory. A call's failure is raised where its answer is used."""
 
     def __init__(self, stage: CleanupStage, parallel: bool) -> None:
         paths = stage.paths
         self._stage = stage
-        self._tasks_dir = paths.task_attempts_dir.rstrip("/")
         self._attempt_dir = paths.job_attempt_dir
-        self.job_dir: FileStatus | None = None
-        self._record: FileStatus | None = None
-        self._record_error: Exception | None = None
-        self._listed: dict[str, list[FileStatus] | Exception | None] = {}
-
-        def probe_job_dir() -> None:
-            self.job_dir = stage.info(paths.job_dir)
-
-        def probe_record() -> None:
-            try:
-                self._record = stage.info(paths.commit_finished_path)
-            except Exception as error:
-                self._record_error = error
-
-        def lister(path: str) -> Callable[[], None]:
-            def listing() -> None:
-                try:
-                    self._listed[path] = stage.list_dir_if_present(path)
-                except Exception as error:
-                    self._listed[path] = error
-
-            return listing
-
-        steps = [probe_job_dir, probe_record, lister(self._attempt_dir)]
+        job_dir = Outcome(lambda: stage.info(paths.job_dir))
+        self._record = Outcome(lambda: stage.info(paths.commit_finished_path))
+        self._attempt_entries = Outcome(lambda: stage.list_dir_if_present(paths.job_attempt_dir))
+        self._task_attempts = Outcome(lambda: stage.list_dir_if_present(paths.task_attempts_dir))
+        self._parallel = parallel
+        steps: list[Callable[[], object]] = [job_dir, self._record, self._attempt_entries]
         if parallel:
-            steps.append(lister(self._tasks_dir))
+            steps.append(self._task_attempts)
         run_together(stage.context.pool, steps, max_in_flight=stage.context.max_in_flight)
+        self.job_dir = job_dir.get()
 
     def record(self) -> FileStatus | None:
         """The ``commit-finished`` record, if there."""
-        if self._record_error is not None:
-            raise self._record_error
-        return self._record
+        return self._record.get()
 
     def task_attempts(self) -> list[FileStatus]:
-        """The task attempt directories (none if ``tasks`` is missing)."""
-        return [status for status in self._listing(self._tasks_dir) or [] if status.is_dir]
+        """The task attempt directories (none if ``tasks`` is missing, or not listed: no parallel delete)."""
+        listed = self._task_attempts.get() if self._parallel else None
+        return [status for status in listed or [] if status.is_dir]
 
     def attempt_entries(self) -> list[FileStatus]:
         """The job attempt directory's entries; ``FileNotFoundError`` if it is missing."""
-        listed = self._listing(self._attempt_dir)
+        listed = self._attempt_entries.get()
         if listed is None:
             raise FileNotFoundError(self._stage.to_url(self._attempt_dir))
-        return listed
-
-    def _listing(self, path: str) -> list[FileStatus] | None:
-        listed = self._listed.get(path)
-        if isinstance(listed, Exception):
-            raise listed
         return listed
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from manifest_committer.parallel import CallSlots, run_bounded, run_together
+from manifest_committer.parallel import CallSlots, Outcome, run_bounded, run_together
 
 
 class CountingPool(ThreadPoolExecutor):
@@ -325,3 +325,17 @@ def test_the_first_error_of_steps_run_together_is_raised_after_the_others_finish
     with ThreadPoolExecutor(4) as pool, pytest.raises(PermissionError, match="refused"):
         run_together(pool, [fail, slow], max_in_flight=4)
     assert finished == ["slow"]
+
+
+def test_an_outcome_keeps_its_answer_or_its_error_for_where_it_is_used() -> None:
+    def refused() -> int:
+        raise PermissionError("refused")
+
+    answered, failed = Outcome(lambda: 42), Outcome(refused)
+    with pytest.raises(RuntimeError, match="not made yet"):
+        answered.get()
+    with ThreadPoolExecutor(2) as pool:
+        run_together(pool, [answered, failed], max_in_flight=2)  # the failure is not raised here
+    assert answered.get() == 42
+    with pytest.raises(PermissionError, match="refused"):
+        failed.get()

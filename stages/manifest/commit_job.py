@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import fsspec
 
 from ...entry_file import remove_dead_spill_files
-from ...parallel import run_bounded, start
+from ...parallel import Outcome, run_bounded, start
 from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
     COMMITTER_COMMIT_JOB,
@@ -20,7 +20,7 @@ from ...statistic_names import (
     OP_COPY_FILE,
     OP_SAVE_FILE,
 )
-from ...store import FileStatus, open_store
+from ...store import open_store
 from ...success_data import DIAGNOSTIC_MANIFESTS, SuccessData
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job, summary_in_trash
@@ -86,8 +86,9 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
 
     def execute(self, arguments: CommitJobArguments) -> CommitJobResult:
         remove_dead_spill_files(arguments.spill_directory, self.paths.job_id)
-        listed: list[list[FileStatus] | Exception] = []
-        records = read_job_records(self, lambda: self._list_manifests(listed))
+        # Not needed by a job already committed (whose state may be gone): an error listing it counts only after.
+        listing = Outcome(lambda: self.list_dir_if_present(self.paths.manifest_dir))
+        records = read_job_records(self, listing)
         # The commit point passed: the record of the finish, this job's _SUCCESS (a kill between the two, or
         # the job's state already gone) or the record in the trash (the state moved there, not yet deleted).
         finished = records.finished or summary_in_trash(self)
@@ -96,16 +97,13 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
             cleanup = self._cleanup(arguments)
             return CommitJobResult(finished, 0, 0, cleanup, already_committed=True)
 
-        listing = listed[0] if listed else None
-        if isinstance(listing, Exception):
-            raise listing
         started = records.started
         accepted = arguments.accepted_attempts
         if started is not None:
             check_accepted(self, started, accepted)
             accepted = started.accepted
         loaded = LoadManifestsStage(self.context).apply(
-            LoadManifestsArguments(arguments.spill_directory, accepted, listing)
+            LoadManifestsArguments(arguments.spill_directory, accepted, listing.get())
         )
         with loaded.entry_file:
             if started is None:
@@ -185,18 +183,6 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
         self.stats.set_counter(COMMITTER_FILES_COMMITTED, renamed.files_committed)
         self.stats.set_counter(COMMITTER_BYTES_COMMITTED, renamed.bytes_committed)
         self.stats.set_counter(COMMITTER_TASKS_COMPLETED, loaded.manifest_count)
-
-    def _list_manifests(self, listed: list[list[FileStatus] | Exception]) -> None:
-        """The manifest directory's entries into ``listed``, read with the job's records, or the error listing
-        it raised: a job already committed needs neither (its state may be gone); where it is missing, nothing
-        (``LoadManifests`` lists it again, if the commit goes on, and says what that means)."""
-        try:
-            found = self.list_dir_if_present(self.paths.manifest_dir)
-        except Exception as error:
-            listed.append(error)
-            return
-        if found is not None:
-            listed.append(found)
 
     def _keep_manifests(self, directory: str) -> str | None:
         """Copy the manifests to ``<directory>/<jobId>/`` for later diagnosis.
