@@ -31,7 +31,7 @@ from typing import Any
 
 from ...errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
 from ...iostatistics import DurationAccumulator
-from ...parallel import run_bounded
+from ...parallel import Outcome, run_bounded
 from ...protocols.upload.records import UploadPaths
 from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
@@ -49,7 +49,7 @@ from ...store.pending_upload import PendingUpload
 from ...success_data import SuccessData
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job
-from ..journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+from ..journal import CommitRecord, check_accepted, read_job_records, write_commit_record
 from ..marker_reads import skipped_diagnostics
 from .state import (
     AttemptManifest,
@@ -127,20 +127,23 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
     def execute(self, arguments: UploadCommitJobArguments) -> UploadCommitJobResult:
         layout = UploadPaths(self.paths)
         self._committer_name = arguments.committer_name
-        done = committed_summary(self)
-        if done is not None:
-            return self._finish_committed(layout, done)
-        if self.info(layout.protocol_file) is None:
+        # Whether the job committed, was set up, began committing, and its manifests: one round trip.
+        set_up = Outcome(lambda: self.info(layout.protocol_file))
+        manifests = Outcome(lambda: manifest_statuses(self))
+        records = read_job_records(self, set_up, manifests)
+        if records.finished is not None:
+            return self._finish_committed(layout, records.finished)
+        if set_up.get() is None:
             raise JobStateError(
                 f"{self.to_url(self.paths.job_attempt_dir)}: upload job {self.paths.job_id} was never set up, or "
                 "was aborted"
             )
-        started = read_commit_record(self)
+        started = records.started
         accepted = arguments.accepted_attempts
         if started is not None:
             check_accepted(self, started, accepted)
             accepted = started.accepted
-        chosen = self._load(accepted)
+        chosen = self._load(accepted, manifests.get())
         if started is None:
             write_commit_record(
                 self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in chosen}, 1)
@@ -164,9 +167,8 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
 
     # --- steps ----------------------------------------------------------------------------------------------------
 
-    def _load(self, accepted: Mapping[str, str] | None) -> list[AttemptManifest]:
+    def _load(self, accepted: Mapping[str, str] | None, statuses: list[FileStatus]) -> list[AttemptManifest]:
         with self.stats.track(JOB_STAGE_LOAD_MANIFESTS):
-            statuses = manifest_statuses(self)
             loaded: list[AttemptManifest] = []
 
             def load(status: FileStatus) -> AttemptManifest | None:

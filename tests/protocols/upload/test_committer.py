@@ -14,10 +14,12 @@ import pytest
 
 import manifest_committer as mc
 from manifest_committer.protocols.upload.committer import UploadCommitter
+from manifest_committer.protocols.upload.records import UploadPaths
 from manifest_committer.store import StoreOperations
 from manifest_committer.store.faults import Fault, FaultInjectingStore, s3_error
 from manifest_committer.store.s3 import S3Store
 from tests.fixtures.emulators import Emulator
+from tests.fixtures.together import MeetInFlight
 
 pytestmark = pytest.mark.s3
 
@@ -158,6 +160,34 @@ def test_markers_and_upload_records_are_read_only_when_an_upload_is_left(
         assert reads.get("markers", 0) >= 1 and reads.get("uploads", 0) >= 1, reads
     else:
         assert "markers" not in reads and "uploads" not in reads, reads
+
+
+def test_a_job_commit_begins_with_one_round_trip(dest: str, s3_bucket: str, store: S3Store) -> None:
+    """Whether the job committed (``commit-finished``, ``_SUCCESS``), was set up, began committing, and which
+    manifests it has: five calls that wait for nothing, in flight together."""
+    with committer(dest) as job:
+        job.setup_job()
+        task = job.setup_task("task_0", "attempt_0_0")
+        write(task, {"part-0.csv": b"data"})
+        job.commit_task(task)
+        paths = job.paths
+    expected = [
+        ("read_bytes", paths.commit_finished_path),
+        ("read_bytes", paths.success_path),
+        ("read_bytes", paths.commit_started_path),
+        ("info", UploadPaths(paths).protocol_file),
+        ("list_dir", paths.manifest_dir.rstrip("/")),
+    ]
+    meeting: list[MeetInFlight] = []
+
+    def wrap(inner: StoreOperations) -> StoreOperations:
+        meeting.append(MeetInFlight(inner, expected))
+        return meeting[-1]
+
+    with committer(dest, store_wrapper=wrap) as fresh:
+        fresh.commit_job()
+    assert sorted(meeting[-1].met) == sorted(expected)
+    assert objects(store, s3_bucket)["table/part-0.csv"] == b"data"
 
 
 def test_abort_task_aborts_only_its_own_upload_of_a_shared_key(dest: str, s3_bucket: str, store: S3Store) -> None:
