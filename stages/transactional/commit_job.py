@@ -23,7 +23,7 @@ from itertools import repeat
 from ...admission import all_destination_relatives_admitted, check_manifest_ids, destination_relative_problem
 from ...errors import JobStateError, ManifestError, OutputValidationError
 from ...manifest import MANIFEST_SUFFIX, TaskManifest
-from ...parallel import run_bounded
+from ...parallel import Outcome, run_bounded, run_together
 from ...paths import HIDDEN_PREFIXES
 from ...protocols.transactional.records import (
     TID_SEPARATOR,
@@ -96,18 +96,24 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
     def execute(self, arguments: TransactionalCommitJobArguments) -> TransactionalCommitJobResult:
         transaction = TransactionPaths(self.paths)
         self._committer_name = arguments.committer_name
-        if self.info(transaction.committed) is not None:
+        # Whether the job committed, was set up, began committing, and its manifests: one round trip.
+        committed = Outcome(lambda: self.info(transaction.committed))
+        set_up = Outcome(lambda: self.info(self.paths.manifest_dir))
+        began = Outcome(lambda: read_commit_record(self))
+        listing = Outcome(lambda: self.list_dir_if_present(self.paths.manifest_dir))
+        run_together(self.context.pool, [committed, set_up, began, listing], max_in_flight=self.context.max_in_flight)
+        if committed.get() is not None:
             return self._finish_committed(transaction, arguments)
-        if self.info(self.paths.manifest_dir) is None:
+        if set_up.get() is None:
             raise JobStateError(
                 f"{self.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} was never set up, or was aborted"
             )
-        started = read_commit_record(self)
+        started = began.get()
         accepted = arguments.accepted_attempts
         if started is not None:
             check_accepted(self, started, accepted)
             accepted = started.accepted
-        loaded = self._load(transaction, accepted)
+        loaded = self._load(transaction, accepted, listing.get() or [])
         if started is None:
             # No renames to cut into units: one unit of one, the smallest size the record admits (with 0 every
             # reader took the record for a torn one, and a rerun committed whatever it was now told to).
@@ -131,12 +137,14 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
 
     # --- steps ----------------------------------------------------------------------------------------------------
 
-    def _load(self, transaction: TransactionPaths, accepted: Mapping[str, str] | None) -> list[_Loaded]:
+    def _load(
+        self, transaction: TransactionPaths, accepted: Mapping[str, str] | None, listing: list[FileStatus]
+    ) -> list[_Loaded]:
         """One manifest per task: the accepted attempt's, or else the first saved (earliest modification time,
         ties to the smallest attempt id), as the upload protocol chooses. Each attempt saved its own
         (``manifests/$taskAttemptId-manifest.json``), so a late losing attempt never displaces the accepted one."""
         with self.stats.track(JOB_STAGE_LOAD_MANIFESTS):
-            statuses = [s for s in self.list_dir(self.paths.manifest_dir) if s.path.endswith(MANIFEST_SUFFIX)]
+            statuses = [s for s in listing if s.path.endswith(MANIFEST_SUFFIX)]
             if accepted is not None:
                 by_attempt = {posixpath.basename(s.path).removesuffix(MANIFEST_SUFFIX): s for s in statuses}
                 missing = sorted(

@@ -29,6 +29,7 @@ from manifest_committer.stages.transactional.commit_job import TransactionalComm
 from manifest_committer.store import StoreOperations, open_store
 from tests.fixtures.stage_context import FAST_CONFIG, make_context
 from tests.fixtures.stores import clear_memory_filesystem
+from tests.fixtures.together import MeetInFlight
 from tests.stages.test_marker_reads import SlowBatchReads
 
 DEST = "memory://transactional-job/table"
@@ -85,6 +86,31 @@ def test_the_job_commit_reads_the_marker_files_at_once_and_deletes_what_they_nam
     assert wrapper[0].peak > 1, "the MARKERS files were read one after another"
     assert all(store.info(path) is None for path in stragglers)
     assert mc.committed_files(DEST) == sorted(success.filenames)
+
+
+def test_the_job_commit_begins_with_one_round_trip() -> None:
+    """Whether the job committed (its ``_committed_<tid>``), was set up, began committing, and which manifests
+    it has: four calls that wait for nothing, in flight together."""
+    with _job([]) as committer:
+        _commit_tasks(committer, 2, 3)
+        paths = committer.paths
+    expected = [
+        ("info", TransactionPaths(paths).committed),
+        ("info", paths.manifest_dir.rstrip("/")),
+        ("read_bytes", paths.commit_started_path),
+        ("list_dir", paths.manifest_dir.rstrip("/")),
+    ]
+    meeting: list[MeetInFlight] = []
+
+    def wrap(inner: StoreOperations) -> StoreOperations:
+        meeting.append(MeetInFlight(inner, expected))
+        return meeting[-1]
+
+    config = mc.CommitterConfig(store_retry_interval=0, save_retry_interval=0, io_threads=8)
+    with mc.create_committer(DEST, "job-1", "transactional", config=config, store_wrapper=wrap) as fresh:
+        success = fresh.commit_job()
+    assert sorted(meeting[-1].met) == sorted(expected)
+    assert len(success.filenames) == 6
 
 
 def test_the_transaction_id_is_hashed_once_a_manifest_not_once_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
