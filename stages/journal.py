@@ -49,7 +49,7 @@ from typing import Any
 from .._json import dump_json, load_json_document
 from ..entry_file import FileToCommit, RenameUnit
 from ..errors import JobStateError, ManifestError
-from ..parallel import run_together
+from ..parallel import Outcome, run_together
 from ..statistic_names import OP_LOAD_FILE
 from ..store import FileStatus
 from ..success_data import SuccessData
@@ -161,24 +161,21 @@ def read_job_records(gate: Gate, *also: Callable[[], object]) -> JobRecords:
     """``committed_summary`` and ``read_commit_record`` with their three reads in one round trip, and ``also``
     (the caller's own independent calls) in the same one."""
     paths = gate.paths
-    finished_path, success_path, started_path = (
-        paths.commit_finished_path,
-        paths.success_path,
-        paths.commit_started_path,
-    )
-    found: dict[str, bytes | None] = {}
-
-    def reader(path: str) -> Callable[[], None]:
-        return lambda: found.__setitem__(path, _read_if_present(gate, path))
-
-    steps = [reader(finished_path), reader(success_path), reader(started_path), *also]
+    summaries = [(path, _reader(gate, path)) for path in (paths.commit_finished_path, paths.success_path)]
+    started = _reader(gate, paths.commit_started_path)
+    steps: list[Callable[[], object]] = [read for _, read in summaries]
+    steps += [started, *also]
     run_together(gate.context.pool, steps, max_in_flight=gate.context.max_in_flight)
-    for path in (finished_path, success_path):
-        data = found[path]
+    for path, read in summaries:
+        data = read.get()
         success = None if data is None else this_jobs_summary(gate, data, path)
         if success is not None:
             return JobRecords(success, None)
-    return JobRecords(None, _commit_record(gate, started_path, found[started_path]))
+    return JobRecords(None, _commit_record(gate, paths.commit_started_path, started.get()))
+
+
+def _reader(gate: Gate, path: str) -> Outcome[bytes | None]:
+    return Outcome(lambda: _read_if_present(gate, path))
 
 
 def this_jobs_summary(gate: Gate, data: bytes, path: str) -> SuccessData | None:

@@ -127,9 +127,11 @@ class CommitJobStage(Stage[CommitJobArguments, CommitJobResult]):
                 directories = CreateDirectoriesStage(self.context).apply(
                     CreateDirectoriesArguments(loaded.directories, journal, self._movable(loaded), record_written)
                 )
-            finally:
-                with contextlib.suppress(Exception):  # never left in flight; its error is raised before
+            except BaseException:
+                with contextlib.suppress(Exception):  # never left in flight; the stage's error is the one raised
                     record_written()
+                raise
+            record_written()  # in place before the first rename, whatever the stage did
             renamed = RenameFilesStage(self.context).apply(
                 RenameFilesArguments(
                     loaded.entry_file,
