@@ -96,15 +96,15 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
     def execute(self, arguments: TransactionalCommitJobArguments) -> TransactionalCommitJobResult:
         transaction = TransactionPaths(self.paths)
         self._committer_name = arguments.committer_name
-        # Whether the job committed, was set up, began committing, and its manifests: one round trip.
+        # Whether the job committed, began committing, and its manifests (no listing: never set up): one round trip.
         committed = Outcome(lambda: self.info(transaction.committed))
-        set_up = Outcome(lambda: self.info(self.paths.manifest_dir))
         began = Outcome(lambda: read_commit_record(self))
         listing = Outcome(lambda: self.list_dir_if_present(self.paths.manifest_dir))
-        run_together(self.context.pool, [committed, set_up, began, listing], max_in_flight=self.context.max_in_flight)
+        run_together(self.context.pool, [committed, began, listing], max_in_flight=self.context.max_in_flight)
         if committed.get() is not None:
             return self._finish_committed(transaction, arguments)
-        if set_up.get() is None:
+        manifests = listing.get()
+        if manifests is None:
             raise JobStateError(
                 f"{self.to_url(self.paths.manifest_dir)}: job {self.paths.job_id} was never set up, or was aborted"
             )
@@ -113,7 +113,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         if started is not None:
             check_accepted(self, started, accepted)
             accepted = started.accepted
-        loaded = self._load(transaction, accepted, listing.get() or [])
+        loaded = self._load(transaction, accepted, manifests)
         if started is None:
             # No renames to cut into units: one unit of one, the smallest size the record admits (with 0 every
             # reader took the record for a torn one, and a rerun committed whatever it was now told to).

@@ -89,14 +89,13 @@ def test_the_job_commit_reads_the_marker_files_at_once_and_deletes_what_they_nam
 
 
 def test_the_job_commit_begins_with_one_round_trip() -> None:
-    """Whether the job committed (its ``_committed_<tid>``), was set up, began committing, and which manifests
-    it has: four calls that wait for nothing, in flight together."""
+    """Whether the job committed (its ``_committed_<tid>``), began committing, and which manifests it has (none
+    listed: never set up): three calls that wait for nothing, in flight together."""
     with _job([]) as committer:
         _commit_tasks(committer, 2, 3)
         paths = committer.paths
     expected = [
         ("info", TransactionPaths(paths).committed),
-        ("info", paths.manifest_dir.rstrip("/")),
         ("read_bytes", paths.commit_started_path),
         ("list_dir", paths.manifest_dir.rstrip("/")),
     ]
@@ -194,3 +193,10 @@ def test_a_source_that_differs_from_its_destination_is_left_to_the_entry_by_entr
 
     assert stage._admit_at_once(manifest, tid, tag) is None
     assert "differs from destination" in str(_entry_by_entry(stage, manifest, tid, tag))
+
+
+def test_a_job_never_set_up_is_refused_before_anything_changes() -> None:
+    with mc.create_committer(DEST, "job-never", "transactional") as committer:
+        with pytest.raises(mc.JobStateError, match="manifests: job job-never was never set up, or was aborted"):
+            committer.commit_job()
+        assert committer.store.info(committer.paths.dest) is None
