@@ -17,7 +17,7 @@ def dump_json(document: dict[str, Any]) -> bytes:
 
 def load_json_document(data: bytes, origin: str) -> Any:
     """Parse JSON; an empty or malformed document is a ``ManifestError`` naming ``origin``."""
-    if not data.strip():
+    if not data or data.isspace():  # not strip(): that copies a document of megabytes
         raise ManifestError(f"{origin}: not a valid JSON document: the file is empty")
     try:
         return orjson.loads(data)

@@ -79,6 +79,8 @@ class DuplicateHashes:
 
     def candidates(self) -> Iterator[int]:
         """Every hash added more than once, in ascending order, each once."""
+        if not self._runs and len(set(self._current)) == len(self._current):
+            return  # one run in memory, all distinct (the usual answer): a set says so faster than a sort
         runs: list[Iterable[int]] = [self._read_run(offset, count) for offset, count in self._merged_runs()]
         runs.append(sorted(self._current))
         previous: int | None = None

@@ -1,8 +1,9 @@
 """A local spill file of the files to commit, so job-commit memory does not grow with the file count.
 
 Hadoop keeps a SequenceFile for this (MAPREDUCE-7435). Here each loaded manifest becomes one length-prefixed
-orjson chunk: ``[task_attempt_id, [[source_path, dest_path, size, etag, dest_url], ...]]``. The file is
-written by one thread and read back in chunks by the rename and validation stages.
+orjson chunk: ``[task_attempt_id, source_paths, dest_paths, sizes, etags, dest_urls]``, five lists of equal
+length (written as the load stage builds them, without an object per file). The file is written by one thread
+and read back in chunks by the rename and validation stages.
 
 The file is named ``manifest-committer-<jobId>-<pid>-<random>.entries``, so that a later job commit of the same
 job can find and remove the spill files of processes that were killed (``remove_dead_spill_files``).
@@ -18,7 +19,7 @@ import struct
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple, Self
+from typing import BinaryIO, NamedTuple, Self
 
 import orjson
 
@@ -47,6 +48,30 @@ class FileToCommit(NamedTuple):
     etag: str | None
     dest_url: str
     """The destination as the manifest wrote it (percent-encoded), for messages and ``_SUCCESS``."""
+
+
+class FilesToCommit(NamedTuple):
+    """The files of one manifest as five lists, file ``i`` being the ``i``-th of each: the load stage builds and
+    spills whole lists."""
+
+    sources: list[str]
+    dests: list[str]
+    sizes: list[int]
+    etags: list[str | None]
+    dest_urls: list[str]
+
+    def rows(self) -> list[FileToCommit]:
+        return list(map(FileToCommit, *self))
+
+    @classmethod
+    def of_rows(cls, rows: list[FileToCommit]) -> FilesToCommit:
+        return cls(
+            [row.source for row in rows],
+            [row.dest for row in rows],
+            [row.size for row in rows],
+            [row.etag for row in rows],
+            [row.dest_url for row in rows],
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,23 +109,25 @@ class EntryFile:
         self.file_count = 0
         self.total_size = 0
 
-    def append(self, task_attempt_id: str, rows: list[FileToCommit]) -> None:
+    def append(self, task_attempt_id: str, files: FilesToCommit) -> None:
         self._chunk_offsets.append((task_attempt_id, self._writer.tell()))
-        data = orjson.dumps([task_attempt_id, rows], default=tuple)  # a NamedTuple is written as its fields
+        data = orjson.dumps([task_attempt_id, *files])
         self._writer.write(_LENGTH.pack(len(data)))
         self._writer.write(data)
-        self.file_count += len(rows)
-        self.total_size += sum(row.size for row in rows)
+        self.file_count += len(files.sources)
+        self.total_size += sum(files.sizes)
+
+    def _read_chunk(self, reader: BinaryIO) -> tuple[str, list[FileToCommit]]:
+        (length,) = _LENGTH.unpack(reader.read(_LENGTH.size))
+        task_attempt_id, *columns = orjson.loads(reader.read(length))
+        return task_attempt_id, list(map(FileToCommit, *columns))
 
     def chunks(self) -> Iterator[EntryChunk]:
         """Every chunk in the order written."""
         self._writer.flush()
         with open(self.path, "rb") as reader:
-            while header := reader.read(_LENGTH.size):
-                (length,) = _LENGTH.unpack(header)
-                task_attempt_id, rows = orjson.loads(reader.read(length))
-                make = FileToCommit._make
-                yield EntryChunk(task_attempt_id, [make(row) for row in rows])
+            for _ in self._chunk_offsets:
+                yield EntryChunk(*self._read_chunk(reader))
 
     def batches(self, batch_size: int) -> Iterator[list[FileToCommit]]:
         """Rows regrouped into lists of at most ``batch_size``, the unit of parallel work."""
@@ -126,12 +153,14 @@ class EntryFile:
         with open(self.path, "rb") as reader:
             for task_attempt_id, offset in sorted(self._chunk_offsets):
                 reader.seek(offset)
-                (length,) = _LENGTH.unpack(reader.read(_LENGTH.size))
-                _, rows = orjson.loads(reader.read(length))
-                for index, row in enumerate(rows):
+                _, rows = self._read_chunk(reader)
+                index = 0
+                while index < len(rows):
                     if first is None:
                         first = (task_attempt_id, index)
-                    pending.append(FileToCommit._make(row))
+                    taken = rows[index : index + unit_size - len(pending)]
+                    pending.extend(taken)
+                    index += len(taken)
                     if len(pending) >= unit_size:
                         yield RenameUnit(first[0], first[1], pending)
                         pending, first = [], None

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from operator import itemgetter, methodcaller
+from typing import Any, NamedTuple
 
 from ._decode import FieldError, integer, json_array, json_object, required, text, text_map
 from ._json import dump_json, load_json_document
@@ -124,6 +125,14 @@ class TaskManifest:
         Anything the schema refuses is a ``ManifestError`` naming ``origin`` and the field; so is a destination
         listed twice (a ``DuplicateDestinationError``).
         """
+        manifest, files = cls.from_dict_with_columns(raw, origin)
+        manifest.files = files.entries()
+        return manifest
+
+    @classmethod
+    def from_dict_with_columns(cls, raw: Any, origin: str = "<dict>") -> tuple[TaskManifest, FileColumns]:
+        """``from_dict`` with the file entries as columns, the manifest's ``files`` left empty: the job commit
+        checks and spills whole lists, and an object per entry would be most of its cost."""
         if not isinstance(raw, dict):
             raise ManifestError(f"{origin}: not a task manifest: the document is not a JSON object")
         kind = raw.get("type")
@@ -133,13 +142,18 @@ class TaskManifest:
         if version != MANIFEST_VERSION or isinstance(version, bool):
             raise ManifestError(f"{origin}: unsupported task manifest version {version!r}, expected 1")
         try:
+            job_id = text(required(raw, "jobId"), "jobId", min_length=1)
+            job_attempt_number = integer(required(raw, "jobAttemptNumber"), "jobAttemptNumber", minimum=0)
+            task_id = text(required(raw, "taskID"), "taskID", min_length=1)
+            task_attempt_id = text(required(raw, "taskAttemptID"), "taskAttemptID", min_length=1)
+            task_attempt_dir = text(required(raw, "taskAttemptDir"), "taskAttemptDir", min_length=1)
+            files = _file_columns(required(raw, "files"))
             manifest = cls(
-                job_id=text(required(raw, "jobId"), "jobId", min_length=1),
-                job_attempt_number=integer(required(raw, "jobAttemptNumber"), "jobAttemptNumber", minimum=0),
-                task_id=text(required(raw, "taskID"), "taskID", min_length=1),
-                task_attempt_id=text(required(raw, "taskAttemptID"), "taskAttemptID", min_length=1),
-                task_attempt_dir=text(required(raw, "taskAttemptDir"), "taskAttemptDir", min_length=1),
-                files=_file_entries(required(raw, "files")),
+                job_id,
+                job_attempt_number,
+                task_id,
+                task_attempt_id,
+                task_attempt_dir,
                 directories=_dir_entries(required(raw, "directories")),
                 iostatistics=IOStatisticsSnapshot.from_dict(required(raw, "iostatistics")),
                 extra_data=text_map(required(raw, "extraData"), "extraData"),
@@ -147,16 +161,17 @@ class TaskManifest:
         except FieldError as error:
             raise ManifestError(f"{origin}: invalid task manifest: {error}") from None
         if "pendingUploads" in raw:
-            manifest.pending_uploads = _pending_uploads(raw["pendingUploads"], len(manifest.files), origin)
-        seen: set[str] = set()
-        for entry in manifest.files:
-            if entry.dest in seen:
-                raise DuplicateDestinationError(
-                    f"{origin}: destination {entry.dest} is written to by more than one file of task "
-                    f"{manifest.task_attempt_id}"
-                )
-            seen.add(entry.dest)
-        return manifest
+            manifest.pending_uploads = _pending_uploads(raw["pendingUploads"], len(files.dests), origin)
+        if len(set(files.dests)) != len(files.dests):
+            seen: set[str] = set()
+            for dest in files.dests:
+                if dest in seen:
+                    raise DuplicateDestinationError(
+                        f"{origin}: destination {dest} is written to by more than one file of task "
+                        f"{manifest.task_attempt_id}"
+                    )
+                seen.add(dest)
+        return manifest, files
 
     @classmethod
     def load(cls, url: str, storage_options: dict[str, Any] | None = None) -> TaskManifest:
@@ -166,27 +181,56 @@ class TaskManifest:
         return cls.from_json(read_url(url, storage_options), url)
 
 
-def _file_entries(value: Any) -> list[FileEntry]:
-    """``files``: the hot loop of a job commit (one entry per file), so the common shape is tested inline."""
-    entries: list[FileEntry] = []
-    append = entries.append
-    for index, item in enumerate(json_array(value, "files")):
-        if type(item) is dict:
-            source, dest, size, etag = item.get("s"), item.get("d"), item.get("z"), item.get("e")
+class FileColumns(NamedTuple):
+    """A manifest's file entries as four lists, entry ``i`` being ``sources[i]``, ``dests[i]``, ``sizes[i]`` and
+    ``etags[i]``: how a job commit reads them, list by list."""
+
+    sources: list[str]
+    dests: list[str]
+    sizes: list[int]
+    etags: list[str | None]
+
+    def entries(self) -> list[FileEntry]:
+        return list(map(FileEntry, *self))
+
+    @classmethod
+    def of(cls, entries: list[FileEntry]) -> FileColumns:
+        return cls(
+            [entry.source for entry in entries],
+            [entry.dest for entry in entries],
+            [entry.size for entry in entries],
+            [entry.etag for entry in entries],
+        )
+
+
+_SOURCE, _DEST, _SIZE = itemgetter("s"), itemgetter("d"), itemgetter("z")
+_ETAG_OR_EMPTY = methodcaller("get", "e", "")
+
+
+def _file_columns(value: Any) -> FileColumns:
+    """``files``, the hot loop of a job commit (one entry per file): entries of the common shape are checked list
+    by list, in C; any other shape goes entry by entry, which names the field at fault."""
+    items = json_array(value, "files")
+    if not items:
+        return FileColumns([], [], [], [])
+    if set(map(type, items)) == {dict}:
+        try:
+            sources, dests, sizes = list(map(_SOURCE, items)), list(map(_DEST, items)), list(map(_SIZE, items))
+        except KeyError:
+            pass
+        else:
+            etags: list[str] = list(map(_ETAG_OR_EMPTY, items))  # absent is "", null stays None and is refused
             if (
-                type(source) is str
-                and source
-                and type(dest) is str
-                and dest
-                and type(size) is int
-                and size >= 0
-                and (etag is None or type(etag) is str)
-                and ("e" not in item or etag is not None)
+                set(map(type, sources)) == {str}
+                and set(map(type, dests)) == {str}
+                and set(map(type, sizes)) == {int}
+                and set(map(type, etags)) == {str}
+                and all(sources)
+                and all(dests)
+                and min(sizes) >= 0
             ):
-                append(FileEntry(source, dest, size, etag or None))
-                continue
-        append(_file_entry(item, f"files[{index}]"))
-    return entries
+                return FileColumns(sources, dests, sizes, [etag or None for etag in etags])
+    return FileColumns.of([_file_entry(item, f"files[{index}]") for index, item in enumerate(items)])
 
 
 def _file_entry(item: Any, field: str) -> FileEntry:
@@ -254,6 +298,7 @@ __all__ = [
     "TEMP_SUFFIX",
     "DirEntry",
     "EntryStatus",
+    "FileColumns",
     "FileEntry",
     "TaskManifest",
 ]

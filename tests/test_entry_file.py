@@ -7,7 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from manifest_committer.entry_file import EntryFile, FileToCommit, find_spill_files, remove_dead_spill_files
+from manifest_committer.entry_file import (
+    EntryFile,
+    FilesToCommit,
+    FileToCommit,
+    find_spill_files,
+    remove_dead_spill_files,
+)
 
 
 def rows(prefix: str, count: int, etag: str | None = None) -> list[FileToCommit]:
@@ -22,9 +28,9 @@ def test_chunks_round_trip(tmp_path: Path) -> None:
     second = [FileToCommit("/src/ü d", "/dest/ü d", 7, None, "file:///dest/ü%20d")]
     with EntryFile(str(tmp_path)) as entry_file:
         assert Path(entry_file.path).parent == tmp_path
-        entry_file.append("attempt_0", first)
-        entry_file.append("attempt_1", second)
-        entry_file.append("attempt_2", [])
+        entry_file.append("attempt_0", FilesToCommit.of_rows(first))
+        entry_file.append("attempt_1", FilesToCommit.of_rows(second))
+        entry_file.append("attempt_2", FilesToCommit.of_rows([]))
         chunks = list(entry_file.chunks())
         assert [c.task_attempt_id for c in chunks] == ["attempt_0", "attempt_1", "attempt_2"]
         assert chunks[0].rows == first
@@ -38,9 +44,9 @@ def test_chunks_round_trip(tmp_path: Path) -> None:
 
 def test_batches_regroup_rows_in_order() -> None:
     with EntryFile() as entry_file:
-        entry_file.append("a", rows("a", 4))
-        entry_file.append("b", rows("b", 2))
-        entry_file.append("c", rows("c", 1))
+        entry_file.append("a", FilesToCommit.of_rows(rows("a", 4)))
+        entry_file.append("b", FilesToCommit.of_rows(rows("b", 2)))
+        entry_file.append("c", FilesToCommit.of_rows(rows("c", 1)))
         batches = list(entry_file.batches(3))
         assert [len(batch) for batch in batches] == [3, 3, 1]
         flat = [row for batch in batches for row in batch]
@@ -58,7 +64,7 @@ def test_an_empty_file_has_no_batches() -> None:
 
 def test_close_removes_the_file_and_is_idempotent() -> None:
     entry_file = EntryFile()
-    entry_file.append("a", rows("a", 2))
+    entry_file.append("a", FilesToCommit.of_rows(rows("a", 2)))
     path = entry_file.path
     assert os.path.isfile(path)
     entry_file.close()
@@ -68,9 +74,9 @@ def test_close_removes_the_file_and_is_idempotent() -> None:
 
 def test_appending_after_reading_continues_the_file() -> None:
     with EntryFile() as entry_file:
-        entry_file.append("a", rows("a", 1))
+        entry_file.append("a", FilesToCommit.of_rows(rows("a", 1)))
         assert len(list(entry_file.chunks())) == 1
-        entry_file.append("b", rows("b", 1))
+        entry_file.append("b", FilesToCommit.of_rows(rows("b", 1)))
         assert [c.task_attempt_id for c in entry_file.chunks()] == ["a", "b"]
 
 
@@ -80,7 +86,10 @@ def test_units_follow_task_attempt_order_whatever_the_load_order() -> None:
     for order in (["attempt_b", "attempt_a", "attempt_c"], ["attempt_c", "attempt_a", "attempt_b"]):
         with EntryFile() as entry_file:
             for attempt in order:
-                entry_file.append(attempt, rows(attempt, {"attempt_a": 5, "attempt_b": 2, "attempt_c": 1}[attempt]))
+                entry_file.append(
+                    attempt,
+                    FilesToCommit.of_rows(rows(attempt, {"attempt_a": 5, "attempt_b": 2, "attempt_c": 1}[attempt])),
+                )
             units = list(entry_file.units(3))
         keys.append([(unit.key, [row.dest for row in unit.rows]) for unit in units])
     assert keys[0] == keys[1]
@@ -120,7 +129,7 @@ def test_spill_files_of_dead_processes_are_removed_and_no_others(tmp_path: Path)
 
 def test_find_spill_files_tells_dead_processes_from_live_ones(tmp_path: Path) -> None:
     with EntryFile(str(tmp_path), "job-a-1") as live:
-        live.append("attempt_1", [])
+        live.append("attempt_1", FilesToCommit.of_rows([]))
         dead = tmp_path / "manifest-committer-job-a-1-999999999-abc.entries"
         dead.write_bytes(b"12345")
         (tmp_path / "unrelated.entries").write_bytes(b"")

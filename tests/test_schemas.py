@@ -20,7 +20,7 @@ import pytest
 import manifest_committer as mc
 from manifest_committer.admission import destination_relative_problem, relative_problem
 from manifest_committer.documents import DocumentKind, document_kind_of, schema_errors, schema_registry
-from manifest_committer.entry_file import EntryFile, FileToCommit
+from manifest_committer.entry_file import EntryFile, FilesToCommit, FileToCommit
 from manifest_committer.errors import MarkerError
 from manifest_committer.manifest import MANIFEST_TYPE
 from manifest_committer.markers.client import request_json
@@ -491,8 +491,8 @@ def spill_chunks(rows: list[FileToCommit]) -> list[bytes]:
     """The chunks of a spill file that ``EntryFile`` wrote, as they lie in the file."""
     entries = EntryFile(None, "job-schemas")
     try:
-        entries.append("attempt_00000_0", rows)
-        entries.append("attempt_00001_0", [])
+        entries.append("attempt_00000_0", FilesToCommit.of_rows(rows))
+        entries.append("attempt_00001_0", FilesToCommit.of_rows([]))
         list(entries.chunks())  # flushed
         raw = Path(entries.path).read_bytes()
     finally:
@@ -739,12 +739,14 @@ BROKEN: dict[DocumentKind, dict[str, Mutation]] = {
         "attempt id with '..'": lambda d: d.update(taskAttemptID="a..b"),
     },
     DocumentKind.ENTRY_CHUNK: {
-        "three items": lambda d: d.append([]),
+        "seven items": lambda d: d.append([]),
+        "five items": lambda d: d.pop(),
         "no attempt id": lambda d: d.__setitem__(0, ""),
-        "row of four": lambda d: d[1][0].pop(),
-        "negative size": lambda d: d[1][0].__setitem__(2, -1),
-        "etag a number": lambda d: d[1][0].__setitem__(3, 5),
-        "rows not a list": lambda d: d.__setitem__(1, {}),
+        "empty source": lambda d: d[1].__setitem__(0, ""),
+        "negative size": lambda d: d[3].__setitem__(0, -1),
+        "size a string": lambda d: d[3].__setitem__(0, "3"),
+        "etag a number": lambda d: d[4].__setitem__(0, 5),
+        "sources not a list": lambda d: d.__setitem__(1, {}),
     },
 }
 """Per kind, changes that make a document of the library invalid: each must be refused by the schema."""

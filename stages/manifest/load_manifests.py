@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 
+from ..._json import load_json_document
 from ...admission import (
     JobAdmission,
     all_destination_relatives_admitted,
@@ -15,10 +16,10 @@ from ...admission import (
     check_manifest_ids,
 )
 from ...duplicates import DuplicateHashes
-from ...entry_file import EntryFile, FileToCommit, spill_prefix
+from ...entry_file import EntryFile, FilesToCommit, spill_prefix
 from ...errors import DuplicateDestinationError, JobStateError, ManifestError
 from ...iostatistics import IOStatisticsSnapshot
-from ...manifest import MANIFEST_SUFFIX, EntryStatus, TaskManifest
+from ...manifest import MANIFEST_SUFFIX, EntryStatus, FileColumns, TaskManifest
 from ...parallel import run_bounded
 from ...statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
@@ -92,7 +93,7 @@ class _LoadedManifest:
     task_id: str
     task_attempt_id: str
     manifest_url: str
-    rows: list[FileToCommit]
+    files: FilesToCommit
     directories: list[TargetDirectory]
     iostatistics: IOStatisticsSnapshot
     size: int
@@ -140,8 +141,8 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                     f"{loaded.manifest_url}: task attempt {loaded.task_attempt_id} also committed as another task "
                     f"({other}); nothing was committed"
                 )
-            dest_hashes.add_all([hash(row.dest) for row in loaded.rows])
-            entry_file.append(loaded.task_attempt_id, loaded.rows)
+            dest_hashes.add_all(map(hash, loaded.files.dests))
+            entry_file.append(loaded.task_attempt_id, loaded.files)
             for target in loaded.directories:
                 known = directories.get(target.path)
                 if known is None:
@@ -193,19 +194,19 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
 
     def _parse(self, status: FileStatus, data: bytes) -> _LoadedManifest:
         url = self.to_url(status.path)
-        manifest = TaskManifest.from_json(data, url)
+        manifest, files = TaskManifest.from_dict_with_columns(load_json_document(data, url), url)
         self._check_identity(manifest, status.path, url)
         if self._accepted is not None and self._accepted[manifest.task_id] != manifest.task_attempt_id:
             raise ManifestError(
                 f"{url}: manifest of task attempt {manifest.task_attempt_id}, but attempt "
                 f"{self._accepted[manifest.task_id]} of task {manifest.task_id} was accepted"
             )
-        rows, directories = self._targets(manifest, url)
+        to_commit, directories = self._targets(manifest, files, url)
         return _LoadedManifest(
             manifest.task_id,
             manifest.task_attempt_id,
             url,
-            rows,
+            to_commit,
             directories,
             manifest.iostatistics,
             len(data),
@@ -244,10 +245,12 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                 f"{manifest.task_attempt_id} in this job ({self.to_url(expected)})"
             )
 
-    def _targets(self, manifest: TaskManifest, url: str) -> tuple[list[FileToCommit], list[TargetDirectory]]:
-        """The rows and directories of a manifest, every path admitted (``admission``); a manifest whose URLs
+    def _targets(
+        self, manifest: TaskManifest, files: FileColumns, url: str
+    ) -> tuple[FilesToCommit, list[TargetDirectory]]:
+        """The files and directories of a manifest, every path admitted (``admission``); a manifest whose URLs
         all have the store's own form, with no escape, is admitted as a whole (``_targets_at_once``)."""
-        at_once = self._targets_at_once(manifest)
+        at_once = self._targets_at_once(manifest, files)
         if at_once is not None:
             return at_once
         admission = self._admission
@@ -256,19 +259,21 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         path_of = self._fast_path_of
         source_url_prefix = self.to_url(source_prefix)
         dest_url_prefix = self.to_url(dest_prefix)
-        rows: list[FileToCommit] = []
-        for entry in manifest.files:
-            source = path_of(entry.source, source_url_prefix, source_prefix, url, "source")
-            dest = path_of(entry.dest, dest_url_prefix, dest_prefix, url, "destination")
+        sources: list[str] = []
+        dests: list[str] = []
+        for source_url, dest_url in zip(files.sources, files.dests, strict=True):
+            source = path_of(source_url, source_url_prefix, source_prefix, url, "source")
+            dest = path_of(dest_url, dest_url_prefix, dest_prefix, url, "destination")
             problem = admission.source_problem(source, source_prefix, manifest.task_attempt_id)
             if problem is not None:
-                raise ManifestError(f"{url}: source {entry.source} {problem}")
+                raise ManifestError(f"{url}: source {source_url} {problem}")
             problem = admission.destination_problem(dest)
             if problem is not None:
-                raise ManifestError(f"{url}: destination {entry.dest} {problem}")
-            rows.append(FileToCommit(source, dest, entry.size, entry.etag, entry.dest))
-        implied = not self.capabilities.real_directories
-        file_parents = {row.dest.rpartition("/")[0] for row in rows} if implied else set()
+                raise ManifestError(f"{url}: destination {dest_url} {problem}")
+            sources.append(source)
+            dests.append(dest)
+        to_commit = FilesToCommit(sources, dests, files.sizes, files.etags, files.dests)
+        file_parents = self._file_parents(dests)
         directories = []
         for directory in manifest.directories:
             path = path_of(directory.dir, dest_url_prefix, dest_prefix, url, "directory")
@@ -277,9 +282,17 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
                 raise ManifestError(f"{url}: directory {directory.dir} {problem}")
             path = path.removesuffix("/")
             directories.append(TargetDirectory(path, directory.level, directory.status, path in file_parents))
-        return rows, directories
+        return to_commit, directories
 
-    def _targets_at_once(self, manifest: TaskManifest) -> tuple[list[FileToCommit], list[TargetDirectory]] | None:
+    def _file_parents(self, dests: list[str]) -> set[str]:
+        """The directories that hold a file, where the store has no directories of its own (none needed else)."""
+        if self.capabilities.real_directories:
+            return set()
+        return {dest.rpartition("/")[0] for dest in dests}
+
+    def _targets_at_once(
+        self, manifest: TaskManifest, files: FileColumns
+    ) -> tuple[FilesToCommit, list[TargetDirectory]] | None:
         """``_targets`` for the common manifest, decided per manifest rather than per path; ``None`` when any URL
         is not a plain slice of its prefix or any path is refused, and the caller then goes path by path (and
         names the culprit). The same rules, in comprehensions and a few scans of joined text: the load stage is
@@ -289,9 +302,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         dest_prefix = admission.dest_prefix
         source_url_prefix = self.to_url(source_prefix)
         dest_url_prefix = self.to_url(dest_prefix)
-        files, directories = manifest.files, manifest.directories
-        sources = [entry.source for entry in files]
-        dests = [entry.dest for entry in files]
+        sources, dests, directories = files.sources, files.dests, manifest.directories
         dirs = [directory.dir for directory in directories]
         if (
             "%" in "".join(sources)
@@ -313,16 +324,16 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             and all_destination_relatives_admitted(dir_relatives)
         ):
             return None
-        rows = [
-            FileToCommit(source_prefix + source, dest_prefix + dest, entry.size, entry.etag, entry.dest)
-            for source, dest, entry in zip(source_relatives, dest_relatives, files, strict=True)
-        ]
-        file_parents = set() if self.capabilities.real_directories else {row.dest.rpartition("/")[0] for row in rows}
+        dest_paths = [dest_prefix + relative for relative in dest_relatives]
+        to_commit = FilesToCommit(
+            [source_prefix + relative for relative in source_relatives], dest_paths, files.sizes, files.etags, dests
+        )
+        file_parents = self._file_parents(dest_paths)
         targets = []
         for relative, directory in zip(dir_relatives, directories, strict=True):
             path = dest_prefix + relative
             targets.append(TargetDirectory(path, directory.level, directory.status, path in file_parents))
-        return rows, targets
+        return to_commit, targets
 
     def _fast_path_of(self, value: str, url_prefix: str, path_prefix: str, url: str, what: str) -> str:
         """``_path_of`` for a URL under a known prefix in this store's own form: a slice, no parsing.

@@ -6,12 +6,13 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from manifest_committer.duplicates import DuplicateHashes
 from manifest_committer.errors import DuplicateDestinationError, JobStateError, ManifestError
-from manifest_committer.manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
+from manifest_committer.manifest import DirEntry, EntryStatus, FileColumns, FileEntry, TaskManifest
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.manifest.job_types import TargetDirectory
 from manifest_committer.stages.manifest.load_manifests import (
@@ -191,18 +192,18 @@ def test_the_pool_reads_and_the_calling_thread_parses(destination: str, monkeypa
         save_manifest(context, index, [(f"f{index}", index)])
     reading: set[str] = set()
     parsing: set[str] = set()
-    read_bytes, from_json = FaultInjectingStore.read_bytes, TaskManifest.from_json
+    read_bytes, decode = FaultInjectingStore.read_bytes, TaskManifest.from_dict_with_columns
 
     def recorded_read(store: FaultInjectingStore, path: str) -> bytes:
         reading.add(threading.current_thread().name)
         return read_bytes(store, path)
 
-    def recorded_parse(data: bytes, origin: str = "") -> TaskManifest:
+    def recorded_decode(raw: Any, origin: str = "") -> tuple[TaskManifest, FileColumns]:
         parsing.add(threading.current_thread().name)
-        return from_json(data, origin)
+        return decode(raw, origin)
 
     monkeypatch.setattr(FaultInjectingStore, "read_bytes", recorded_read)
-    monkeypatch.setattr(TaskManifest, "from_json", staticmethod(recorded_parse))
+    monkeypatch.setattr(TaskManifest, "from_dict_with_columns", staticmethod(recorded_decode))
     slow = FaultInjectingStore(context.store, latency=0.001)  # calls of milliseconds: reads go to the pool
     with ThreadPoolExecutor(4, thread_name_prefix="pool") as pool:
         result = load(fresh(context, pool=pool, store=slow))

@@ -10,7 +10,7 @@ from dataclasses import replace
 import orjson
 import pytest
 
-from manifest_committer.entry_file import EntryFile, FileToCommit
+from manifest_committer.entry_file import EntryFile, FilesToCommit, FileToCommit
 from manifest_committer.errors import CommitterError, JobStateError, OutputConflictError
 from manifest_committer.parallel import CONCURRENT_DEMAND
 from manifest_committer.stages.base import StageContext
@@ -56,7 +56,7 @@ def add_files(context: StageContext, spill: EntryFile, names: list[str], data: b
         context.store.write_bytes(f"{root}/{name}", data)
         dest = dest_path(context, name)
         rows.append(FileToCommit(f"{root}/{name}", dest, len(data), None, context.store.to_url(dest)))
-    spill.append(ATTEMPT_ID, rows)
+    spill.append(ATTEMPT_ID, FilesToCommit.of_rows(rows))
     return rows
 
 
@@ -396,7 +396,7 @@ def test_a_units_renames_carry_the_tasks_etag_and_whether_the_destination_is_cle
         context.store.write_bytes(f"{root}/{name}", b"data")
         dest = dest_path(context, name)
         rows.append(FileToCommit(f"{root}/{name}", dest, 4, f"etag-{name}", context.store.to_url(dest)))
-    spill.append(ATTEMPT_ID, rows)
+    spill.append(ATTEMPT_ID, FilesToCommit.of_rows(rows))
     arguments = RenameFilesArguments(
         spill,
         first_run(context, spill),

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from manifest_committer.entry_file import EntryFile, FileToCommit
+from manifest_committer.entry_file import EntryFile, FilesToCommit, FileToCommit
 from manifest_committer.errors import JobStateError, OutputValidationError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.manifest.validate_output import ValidateOutputArguments, ValidateOutputStage
@@ -33,7 +33,7 @@ def committed(
         dest = dest_path(context, name)
         context.store.write_bytes(dest, data)
         rows.append(FileToCommit(f"/nowhere/{name}", dest, len(data), etag, context.store.to_url(dest)))
-    spill.append("attempt", rows)
+    spill.append("attempt", FilesToCommit.of_rows(rows))
     return rows
 
 
