@@ -276,6 +276,11 @@ def _run_memory_child(spec: dict[str, Any]) -> dict[str, Any]:
                 self._count(len(pairs))
             return super().rename_files(pairs, *hints)
 
+        def read_files(self, paths: Any) -> Any:  # not called by a ref without batched reads
+            if self.capabilities.concurrent_calls:
+                self._count(len(paths))
+            return super().read_files(paths)
+
     wrappers: list[ThreadCountingStore] = []
 
     def wrap(inner: Any) -> Any:

@@ -219,6 +219,30 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def read_bytes(self, path: str, statistic: str = OP_LOAD_FILE) -> bytes:
         return self.call(statistic, lambda: self._store.read_bytes(path), path)
 
+    def read_files(self, paths: Sequence[str], statistic: str = OP_LOAD_FILE) -> list[bytes]:
+        """Whole files in order, as many reads in flight at once as ``call_slots`` has free (one call, where the
+        store has ``concurrent_calls``), each timed as ``statistic``. A read that failed is made again through
+        ``read_bytes``: the retry policy decides, and a second failure is raised."""
+        elapsed: list[int] = []
+        answers: list[bytes | Exception] = []
+        for answered in self._in_slots(
+            len(paths),
+            lambda start, end: self._store.read_files(paths[start:end]),
+            lambda start: f"{self.to_url(paths[start])}: the store answered",
+            "reads",
+            elapsed.append,
+        ):
+            answers += answered
+        contents: list[bytes] = []
+        for path, answer, milliseconds in zip(paths, answers, elapsed, strict=True):
+            if isinstance(answer, Exception):
+                self.stats.add_duration(statistic, milliseconds, failed=True)
+                contents.append(self.read_bytes(path, statistic))
+            else:
+                self.stats.add_duration(statistic, milliseconds)
+                contents.append(answer)
+        return contents
+
     def list_dir_if_present(self, path: str) -> list[FileStatus] | None:
         """A listing where absence is an answer: ``None``, timed without counting a failure (as
         ``read_bytes_if_present``)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .operations import NO_HINTS, RenameHint, StoreOperations, renames_one_by_one
+from .operations import NO_HINTS, RenameHint, StoreOperations, reads_one_by_one, renames_one_by_one
 from .pending_upload import PendingUpload
 from .wrapping import WrappingStore
 
@@ -155,6 +155,28 @@ class FaultInjectingStore(WrappingStore):
                 if not isinstance(error, Exception):
                     raise error
                 outcomes[index] = error
+        return outcomes
+
+    def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
+        """A batch of reads is in flight at once: one ``latency`` for all; each may fail on its own."""
+        if not self.capabilities.concurrent_calls:
+            return reads_one_by_one(self.read_bytes, paths)
+        if self.latency:
+            time.sleep(self.latency)
+        faults = [self._pick("read_bytes", path) for path in paths]
+        reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
+        outcomes: list[bytes | Exception] = [RuntimeError("not read")] * len(paths)
+        if reaching:
+            answered = self.inner.read_files([paths[i] for i in reaching])
+            for index, outcome in zip(reaching, answered, strict=True):
+                outcomes[index] = outcome
+        for index, fault in enumerate(faults):
+            if fault is None or (fault.when == "after" and isinstance(outcomes[index], Exception)):
+                continue
+            error = fault.error()
+            if not isinstance(error, Exception):
+                raise error
+            outcomes[index] = error
         return outcomes
 
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:

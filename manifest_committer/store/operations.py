@@ -216,6 +216,11 @@ class StoreOperations(Protocol):
 
     def read_bytes(self, path: str) -> bytes: ...
 
+    def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
+        """``read_bytes`` of each path, in flight together where ``capabilities.concurrent_calls``; one outcome per
+        path, in order: its bytes, else the error its own ``read_bytes`` raises."""
+        ...
+
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file, replacing any file there; a reader sees the old or the new bytes, never a part."""
         ...
@@ -281,6 +286,8 @@ class FsspecStore:
         own retries, while ``fs`` is a private one whose client does not retry, so the committer's policy
         alone decides how long a store call may take."""
         self._rename_lock = threading.Lock()
+        self._read_options: dict[str, Any] = {}
+        """Keyword arguments of each whole-file read (``cat_file``), where a store needs some."""
         self.closed = False
 
     def close(self) -> None:
@@ -441,8 +448,20 @@ class FsspecStore:
         return True
 
     def read_bytes(self, path: str) -> bytes:
-        data: bytes = self.fs.cat_file(path)
+        data: bytes = self.fs.cat_file(path, **self._read_options)
         return data
+
+    def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
+        """Every read at once on the loop of an async client where ``capabilities.concurrent_calls``, else one
+        ``read_bytes`` after another."""
+        if not (self.capabilities.concurrent_calls and getattr(self.fs, "async_impl", False)):
+            return reads_one_by_one(self.read_bytes, paths)
+        fs, options = self.fs, self._read_options
+
+        async def all_at_once() -> list[Any]:
+            return await asyncio.gather(*(fs._cat_file(path, **options) for path in paths), return_exceptions=True)
+
+        return answers_of(sync(fs.loop, all_at_once))
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file, replacing any file there."""
@@ -493,6 +512,26 @@ def renames_one_by_one(rename: Callable[[str, str], None], pairs: Sequence[tuple
         else:
             outcomes.append(None)
     return outcomes
+
+
+def reads_one_by_one(read: Callable[[str], bytes], paths: Sequence[str]) -> list[bytes | Exception]:
+    """``read`` of each path in turn: its bytes, else its error (the batch carries on)."""
+    outcomes: list[bytes | Exception] = []
+    for path in paths:
+        try:
+            outcomes.append(read(path))
+        except Exception as error:
+            outcomes.append(error)
+    return outcomes
+
+
+def answers_of(results: Sequence[Any]) -> list[Any]:
+    """``asyncio.gather(..., return_exceptions=True)`` results, a ``BaseException`` that is not an ``Exception``
+    (cancellation, interrupt) raised rather than returned."""
+    for result in results:
+        if isinstance(result, BaseException) and not isinstance(result, Exception):
+            raise result
+    return list(results)
 
 
 def renames_on_loop(

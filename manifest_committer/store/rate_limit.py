@@ -89,6 +89,12 @@ class RateLimitedStore(WrappingStore):
             self._take_token()
         return self.inner.rename_files(pairs, hints)
 
+    def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
+        """A token for each read of the batch, then the batch as the inner store runs it."""
+        for _ in paths:
+            self._take_token()
+        return self.inner.read_files(paths)
+
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
         """A token for each completion of the batch, then the batch as the inner store runs it."""
         for _ in uploads:

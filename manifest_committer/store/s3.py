@@ -202,10 +202,11 @@ class S3Store(FsspecStore):
         """Whether completions may go direct (``s3_direct``); ``use_client_calls_only`` turns it off."""
         self._routes: dict[str, s3_direct.Route | None] = {}
         """Per bucket, where its completions go directly, or ``None`` where they keep the SDK path (``s3_direct``)."""
-        self._single_request_read: dict[str, int] = (
-            {"max_concurrency": 1} if "max_concurrency" in inspect.signature(fs._cat_file).parameters else {}
-        )
-        """``cat_file``'s argument that keeps a whole-object read to one GET, where this s3fs has it."""
+        # One GET a read: s3fs releases with ``max_concurrency`` first ask for a whole object's size (a HEAD), to
+        # split a large one into concurrent ranges; the committer's documents are small, and that HEAD was a third
+        # of the job commit's reads.
+        if "max_concurrency" in inspect.signature(fs._cat_file).parameters:
+            self._read_options = {"max_concurrency": 1}
         self._accepted: dict[tuple[str, str], bool] = {}
         """``_accepts`` answers: the client's model does not change, and each completion asked twice (two
         lookups through botocore's service model, a visible share of a completion's CPU on the job's threads)."""
@@ -233,15 +234,6 @@ class S3Store(FsspecStore):
     def use_client_calls_only(self) -> None:
         """Completions through the SDK's own call (``s3_direct`` off); a batch's still go out together."""
         self._direct = False
-
-    # --- reads -------------------------------------------------------------------------------------------------
-
-    def read_bytes(self, path: str) -> bytes:
-        """One GET: s3fs releases with ``max_concurrency`` first ask for a whole object's size (a HEAD), to split a
-        large one into concurrent ranges; the committer's documents are small, and that HEAD was a third of the job
-        commit's reads."""
-        data: bytes = self.fs.cat_file(path, **self._single_request_read)
-        return data
 
     # --- deletes ----------------------------------------------------------------------------------------------
 

@@ -12,7 +12,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import UnsupportedStoreError
-from .operations import NO_HINTS, FileStatus, RenameHint, StoreCapabilities, StoreOperations, renames_one_by_one
+from .operations import (
+    NO_HINTS,
+    FileStatus,
+    RenameHint,
+    StoreCapabilities,
+    StoreOperations,
+    reads_one_by_one,
+    renames_one_by_one,
+)
 
 if TYPE_CHECKING:
     from .pending_upload import PendingUpload
@@ -23,9 +31,10 @@ class WrappingStore:
     """Delegates to ``inner``; each call that reaches the store runs through ``around(operation, path, call)``."""
 
     passes_batches: ClassVar[bool] = False
-    """Whether ``rename_files`` hands a batch to the inner store whole (the wrapper overrides it and keeps the
-    inner store's ``concurrent_calls``); by default each rename of a batch runs through ``around`` on its own.
-    A subclass that intercepts ``rename_file`` itself sets it ``False``, or its override misses the batches."""
+    """Whether ``rename_files`` and ``read_files`` hand a batch to the inner store whole (the wrapper overrides
+    them and keeps the inner store's ``concurrent_calls``); by default each call of a batch runs through
+    ``around`` on its own. A subclass that intercepts ``rename_file`` itself sets it ``False``, or its override
+    misses the batches."""
 
     def __init__(self, inner: StoreOperations) -> None:
         self.inner = inner
@@ -108,6 +117,9 @@ class WrappingStore:
     def read_bytes(self, path: str) -> bytes:
         result: bytes = self.around("read_bytes", path, lambda: self.inner.read_bytes(path))
         return result
+
+    def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
+        return reads_one_by_one(self.read_bytes, paths)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self.around("write_bytes", path, lambda: self.inner.write_bytes(path, data))

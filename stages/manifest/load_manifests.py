@@ -33,6 +33,10 @@ from .job_types import TargetDirectory
 
 log = logging.getLogger(__name__)
 
+READS_A_CALL = 16
+"""Manifests read in one call where the store puts a batch's calls in flight together (``concurrent_calls``): a
+thread a batch rather than a read (starting a hundred threads took longer than the reads)."""
+
 _CANDIDATES_PER_SCAN = 10_000
 """Candidate hashes confirmed per rescan of the spill file: a bound on that set, not a limit on duplicates."""
 
@@ -155,18 +159,28 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             result.task_attempt_ids.append(loaded.task_attempt_id)
             result.manifest_bytes += loaded.size
 
+        def absorb_all(reads: list[tuple[FileStatus, bytes]]) -> None:
+            for read in reads:
+                absorb(self._parse(*read))
+
         # The pool's threads read; this one parses, as each read comes back: JSON parsing is under the GIL, where
         # threads would only contend (where a read takes microseconds, nothing goes to the pool at all).
         pool = None if self.capabilities.microsecond_calls else self.context.pool
+        batches = [manifests[start : start + READS_A_CALL] for start in range(0, len(manifests), READS_A_CALL)]
         try:
             with self.stats.track(OP_LOAD_ALL_MANIFESTS):
-                run_bounded(
-                    pool,
-                    manifests,
-                    self._read_one,
-                    max_in_flight=self.context.max_in_flight,
-                    on_result=lambda read: absorb(self._parse(*read)),
-                )
+                if pool is not None and self.capabilities.concurrent_calls:
+                    run_bounded(
+                        pool, batches, self._read_batch, max_in_flight=self.context.max_in_flight, on_result=absorb_all
+                    )
+                else:
+                    run_bounded(
+                        pool,
+                        manifests,
+                        self._read_one,
+                        max_in_flight=self.context.max_in_flight,
+                        on_result=lambda read: absorb(self._parse(*read)),
+                    )
             self._no_destination_twice(entry_file, dest_hashes)
         except BaseException:
             entry_file.close()
@@ -186,11 +200,20 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         return result
 
     def _read_one(self, status: FileStatus) -> tuple[FileStatus, bytes]:
+        self._check_listed(status)
+        return status, self.read_bytes(status.path, OP_LOAD_MANIFEST)
+
+    def _read_batch(self, statuses: list[FileStatus]) -> list[tuple[FileStatus, bytes]]:
+        for status in statuses:
+            self._check_listed(status)
+        contents = self.read_files([status.path for status in statuses], OP_LOAD_MANIFEST)
+        return list(zip(statuses, contents, strict=True))
+
+    def _check_listed(self, status: FileStatus) -> None:
         if status.is_dir or status.size == 0:
             raise ManifestError(
                 f"{self.to_url(status.path)}: not a valid manifest file: {'a directory' if status.is_dir else 'empty'}"
             )
-        return status, self.read_bytes(status.path, OP_LOAD_MANIFEST)
 
     def _parse(self, status: FileStatus, data: bytes) -> _LoadedManifest:
         url = self.to_url(status.path)

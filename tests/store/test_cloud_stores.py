@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -97,6 +98,33 @@ def test_a_batch_of_renames_is_in_flight_at_once_with_one_outcome_each(cloud_des
     assert store.read_bytes(f"{root}/dst/b.csv") == b"theirs"
     assert store.read_bytes(f"{root}/src/b.csv") == b"b"
     assert store.info(f"{root}/src/a.csv") is None
+
+
+def test_a_batch_of_reads_is_in_flight_at_once_with_one_outcome_each(
+    cloud_destination: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both stores read a batch on their event loop: every read in flight before any answers, each its own bytes or
+    its own error."""
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
+    for name in ("a", "b", "c"):
+        store.write_bytes(f"{root}/{name}.json", name.encode() * 3)
+    paths = [f"{root}/a.json", f"{root}/missing.json", f"{root}/b.json", f"{root}/c.json"]
+    real = store.fs._cat_file
+    waiting: list[str] = []
+    everyone = asyncio.Event()
+
+    async def meeting(path: str, **options: Any) -> Any:
+        waiting.append(path)
+        if len(waiting) == len(paths):
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 5)  # one after another would time out here
+        return await real(path, **options)
+
+    monkeypatch.setattr(store.fs, "_cat_file", meeting)
+    outcomes = store.read_files(paths)
+    assert outcomes[0] == b"aaa" and outcomes[2] == b"bbb" and outcomes[3] == b"ccc"
+    assert isinstance(outcomes[1], FileNotFoundError)
 
 
 def test_rename_of_a_missing_source_is_file_not_found(cloud_destination: str) -> None:

@@ -414,6 +414,34 @@ def test_a_batch_to_a_store_with_concurrent_calls_sleeps_once_and_fails_per_call
     assert inner.info(f"{root}/d.moved") is not None
 
 
+def test_a_batch_of_reads_sleeps_once_and_fails_per_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
+    opened = open_store(str(tmp_path))
+    inner, root = opened.store, opened.path
+    for name in "abc":
+        inner.write_bytes(f"{root}/{name}", name.encode())
+    paths = [f"{root}/{name}" for name in "abcd"]
+    faults = [Fault("read_bytes", "/a"), Fault("read_bytes", "/b", when="after")]
+
+    batching = InFlightTogether(inner)
+    together = FaultInjectingStore(batching, faults, latency=0.02)
+    outcomes = together.read_files(paths)
+    assert sleeps == [0.02], "the batch's reads are in flight together: one latency for all"
+    assert [type(o).__name__ for o in outcomes] == ["TimeoutError", "TimeoutError", "bytes", "FileNotFoundError"]
+    assert outcomes[2] == b"c"
+    assert together.calls["read_bytes"] == 4 and together.injected["read_bytes"] == 2
+    assert batching.read_batches == [[f"{root}/b", f"{root}/c", f"{root}/d"]], "a fault before: not sent"
+
+    sleeps.clear()
+    one_by_one = FaultInjectingStore(WrappingStore(inner), latency=0.02)
+    one_by_one.inner.capabilities = dataclasses.replace(inner.capabilities, microsecond_calls=False)
+    one_by_one.latency = 0.02
+    assert not one_by_one.capabilities.concurrent_calls
+    assert one_by_one.read_files(paths[:3]) == [b"a", b"b", b"c"]
+    assert sleeps == [0.02] * 3, "a store that cannot put calls in flight together: a latency a read"
+
+
 def test_under_latency_a_store_of_microsecond_calls_takes_batches_and_others_do_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -40,6 +40,10 @@ class WorkerDispatchStore(WrappingStore):
             return []
         return self.pool.call(RENAME_FILES, list(pairs), list(hints), calls=len(pairs))
 
+    def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
+        """Reads stay in this process (what is read is parsed here): the committer's store, a batch at once."""
+        return self.inner.read_files(paths)
+
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
         if not uploads:
             return []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from manifest_committer.manifest import DirEntry, EntryStatus, FileColumns, File
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.manifest.job_types import TargetDirectory
 from manifest_committer.stages.manifest.load_manifests import (
+    READS_A_CALL,
     LoadManifestsArguments,
     LoadManifestsResult,
     LoadManifestsStage,
@@ -27,7 +29,8 @@ from manifest_committer.statistic_names import (
     OP_LOAD_MANIFEST,
     TASK_STAGE_SCAN_DIRECTORY,
 )
-from manifest_committer.store import FaultInjectingStore
+from manifest_committer.store import Fault, FaultInjectingStore
+from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import commit_task, dest_path, fresh, make_context, set_up_job, task_ids
 
 
@@ -192,17 +195,23 @@ def test_the_pool_reads_and_the_calling_thread_parses(destination: str, monkeypa
         save_manifest(context, index, [(f"f{index}", index)])
     reading: set[str] = set()
     parsing: set[str] = set()
-    read_bytes, decode = FaultInjectingStore.read_bytes, TaskManifest.from_dict_with_columns
+    read_bytes, read_files = FaultInjectingStore.read_bytes, FaultInjectingStore.read_files
+    decode = TaskManifest.from_dict_with_columns
 
     def recorded_read(store: FaultInjectingStore, path: str) -> bytes:
         reading.add(threading.current_thread().name)
         return read_bytes(store, path)
+
+    def recorded_reads(store: FaultInjectingStore, paths: Sequence[str]) -> list[bytes | Exception]:
+        reading.add(threading.current_thread().name)
+        return read_files(store, paths)
 
     def recorded_decode(raw: Any, origin: str = "") -> tuple[TaskManifest, FileColumns]:
         parsing.add(threading.current_thread().name)
         return decode(raw, origin)
 
     monkeypatch.setattr(FaultInjectingStore, "read_bytes", recorded_read)
+    monkeypatch.setattr(FaultInjectingStore, "read_files", recorded_reads)
     monkeypatch.setattr(TaskManifest, "from_dict_with_columns", staticmethod(recorded_decode))
     slow = FaultInjectingStore(context.store, latency=0.001)  # calls of milliseconds: reads go to the pool
     with ThreadPoolExecutor(4, thread_name_prefix="pool") as pool:
@@ -211,6 +220,29 @@ def test_the_pool_reads_and_the_calling_thread_parses(destination: str, monkeypa
     assert result.manifest_count == 8
     assert reading and all(name.startswith("pool") for name in reading)
     assert parsing == {threading.current_thread().name}
+
+
+def test_a_store_that_takes_batches_reads_the_manifests_a_batch_a_call(destination: str) -> None:
+    """A thread and a call for every 16 manifests, not one each; a failed read of a batch is retried by the
+    committer's policy, counted as a failure, and the load goes on."""
+    context = make_context(destination)
+    set_up_job(context)
+    for index in range(READS_A_CALL * 2 + 3):
+        save_manifest(context, index, [(f"f{index}", index)])
+    together = InFlightTogether(context.store)
+    flaky = FaultInjectingStore(together, [Fault("read_bytes", task_ids(20)[0], times=1, error=TimeoutError)])
+    with ThreadPoolExecutor(4) as pool:
+        loading = fresh(context, store=flaky, pool=pool)
+        result = load(loading)
+    result.entry_file.close()
+    assert result.manifest_count == READS_A_CALL * 2 + 3
+    assert sorted(len(batch) for batch in together.read_batches) == [3, READS_A_CALL - 1, READS_A_CALL], (
+        "the faulted read never reached the store in its batch"
+    )
+    assert flaky.calls["read_bytes"] == READS_A_CALL * 2 + 4, "each manifest once, the faulted one twice"
+    counters = loading.stats.snapshot().counters
+    assert counters[OP_LOAD_MANIFEST] == READS_A_CALL * 2 + 3
+    assert counters[OP_LOAD_MANIFEST + ".failures"] == 1
 
 
 def test_parallel_load_with_a_pool_matches_serial_load(destination: str) -> None:
