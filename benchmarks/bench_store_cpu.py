@@ -281,6 +281,11 @@ def _run_memory_child(spec: dict[str, Any]) -> dict[str, Any]:
                 self._count(len(paths))
             return super().read_files(paths)
 
+        def delete_dirs(self, paths: Any) -> Any:  # nor by one without batched deletes
+            if self.capabilities.concurrent_calls:
+                self._count(len(paths))
+            return super().delete_dirs(paths)
+
     wrappers: list[ThreadCountingStore] = []
 
     def wrap(inner: Any) -> Any:

@@ -17,6 +17,11 @@ from typing import Generic, TypeVar, cast
 T = TypeVar("T")
 R = TypeVar("R")
 
+CALLS_A_BATCH = 16
+"""Independent calls of one kind (reads of manifests, deletes of task attempts) handed to the store in one batch
+call where it puts a batch's calls in flight together (``concurrent_calls``): a thread a batch, not a call
+(starting a hundred threads took longer than the calls)."""
+
 CONCURRENT_DEMAND = 6
 """Where a unit's calls go out together (``CallSlots``), units in flight ask for this many times ``io.threads``
 slots: enough to keep every slot busy through the units' other calls, without a unit a thread."""

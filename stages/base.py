@@ -223,25 +223,39 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         """Whole files in order, as many reads in flight at once as ``call_slots`` has free (one call, where the
         store has ``concurrent_calls``), each timed as ``statistic``. A read that failed is made again through
         ``read_bytes``: the retry policy decides, and a second failure is raised."""
+        return self._each_in_slots(
+            paths, self._store.read_files, statistic, lambda path: self.read_bytes(path, statistic), "reads"
+        )
+
+    def _each_in_slots(
+        self,
+        paths: Sequence[str],
+        send: Callable[[Sequence[str]], Sequence[T | Exception]],
+        statistic: str,
+        again: Callable[[str], T],
+        what: str,
+    ) -> list[T]:
+        """The answers of a batch call over ``paths`` made in rounds of free slots (``_in_slots``), each call timed
+        as ``statistic``; ``again(path)`` for each that failed, through the gate and its retry policy."""
         elapsed: list[int] = []
-        answers: list[bytes | Exception] = []
+        answers: list[T | Exception] = []
         for answered in self._in_slots(
             len(paths),
-            lambda start, end: self._store.read_files(paths[start:end]),
+            lambda start, end: send(paths[start:end]),
             lambda start: f"{self.to_url(paths[start])}: the store answered",
-            "reads",
+            what,
             elapsed.append,
         ):
             answers += answered
-        contents: list[bytes] = []
+        results: list[T] = []
         for path, answer, milliseconds in zip(paths, answers, elapsed, strict=True):
             if isinstance(answer, Exception):
                 self.stats.add_duration(statistic, milliseconds, failed=True)
-                contents.append(self.read_bytes(path, statistic))
+                results.append(again(path))
             else:
                 self.stats.add_duration(statistic, milliseconds)
-                contents.append(answer)
-        return contents
+                results.append(answer)
+        return results
 
     def list_dir_if_present(self, path: str) -> list[FileStatus] | None:
         """A listing where absence is an answer: ``None``, timed without counting a failure (as
@@ -362,6 +376,12 @@ class Stage(ABC, Generic[ArgT, ResultT]):
 
     def delete_dir(self, path: str, *, retry: bool = True) -> bool:
         return self.call(OP_DELETE_DIR, lambda: self._store.delete_dir(path), path, retry=retry)
+
+    def delete_dirs(self, paths: Sequence[str]) -> list[bool]:
+        """``delete_dir`` of each path, as many in flight at once as ``call_slots`` has free (one call, where the
+        store has ``concurrent_calls``); a delete that failed is made again through ``delete_dir``, whose error,
+        if it fails again, is raised."""
+        return self._each_in_slots(paths, self._store.delete_dirs, OP_DELETE_DIR, self.delete_dir, "deletes")
 
     def remove_empty_dir(self, path: str) -> bool:
         return self.call(OP_DELETE_DIR, lambda: self._store.remove_empty_dir(path), path)

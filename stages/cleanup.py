@@ -15,7 +15,7 @@ from typing import Any
 
 from ..background import BackgroundWork
 from ..config import CommitterConfig
-from ..parallel import Outcome, run_bounded, run_together
+from ..parallel import CALLS_A_BATCH, Outcome, run_together
 from ..paths import COMMIT_FINISHED_MARKER, trash_entry_job_id
 from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
 from ..store import FileStatus
@@ -262,37 +262,49 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         others = [status for status in survey.attempt_entries() if status.path.rstrip("/") not in skipped]
         failed: list[OSError] = []
 
-        def delete(item: tuple[FileStatus, bool]) -> None:
-            status, task_attempt = item
-            try:
-                if status.is_dir:
-                    self.delete_dir(status.path)
-                else:  # one call; a directory's delete probes or lists first on object stores
-                    self.delete_file(status.path)
-            except OSError as error:
-                if not task_attempt:
-                    raise
-                failed.append(error)
+        def delete(status: FileStatus) -> None:
+            if status.is_dir:
+                self.delete_dir(status.path)
+            else:  # one call; a directory's delete probes or lists first on object stores
+                self.delete_file(status.path)
 
-        work = [(status, True) for status in attempts] + [(status, False) for status in others]
-        run_bounded(
-            self.context.pool,
-            sorted(work, key=lambda item: item[0].path),
-            delete,
-            max_in_flight=self.context.max_in_flight,
-        )
-        if failed:  # as in Hadoop: the delete of the whole job directory that follows decides the outcome
-            log.info("%s: %d task attempt directories not deleted in parallel: %s", self.name, len(failed), failed[0])
-        return len(work)
+        steps: list[Callable[[], None]] = [
+            functools.partial(delete, status) for status in sorted(others, key=lambda status: status.path)
+        ]
+        steps += self._task_attempt_deletes(attempts, failed)
+        run_together(self.context.pool, steps, max_in_flight=self.context.max_in_flight)
+        self._log_failed(failed)
+        return len(attempts) + len(others)
 
     def _delete_task_attempts_in_parallel(self, attempts: list[FileStatus]) -> int:
-        directories = [status.path for status in attempts]
-        try:
-            run_bounded(self.context.pool, directories, self.delete_dir, max_in_flight=self.context.max_in_flight)
-        except OSError as error:
-            # As in Hadoop: the delete of the whole job directory that follows decides the outcome.
-            log.info("%s: parallel delete of task attempt directories failed: %s", self.name, error)
-        return len(directories)
+        failed: list[OSError] = []
+        steps = self._task_attempt_deletes(attempts, failed)
+        run_together(self.context.pool, steps, max_in_flight=self.context.max_in_flight)
+        self._log_failed(failed)
+        return len(attempts)
+
+    def _task_attempt_deletes(self, attempts: list[FileStatus], failed: list[OSError]) -> list[Callable[[], None]]:
+        """Steps deleting the task attempt directories: a call each, or, where the store takes batches, a call for
+        every ``CALLS_A_BATCH`` (a thread a batch, not a delete). A failure goes to ``failed``, not up: as in
+        Hadoop, the delete of the whole job directory that follows decides the outcome."""
+        paths = sorted(status.path for status in attempts)
+        batched = self.capabilities.concurrent_calls and not self.capabilities.microsecond_calls
+
+        def delete(batch: list[str]) -> None:
+            try:
+                if batched:
+                    self.delete_dirs(batch)
+                else:
+                    self.delete_dir(batch[0])
+            except OSError as error:
+                failed.append(error)
+
+        size = CALLS_A_BATCH if batched else 1
+        return [functools.partial(delete, paths[start : start + size]) for start in range(0, len(paths), size)]
+
+    def _log_failed(self, failed: list[OSError]) -> None:
+        if failed:
+            log.info("%s: %d task attempt directories not deleted in parallel: %s", self.name, len(failed), failed[0])
 
 
 class _Survey:

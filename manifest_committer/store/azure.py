@@ -34,7 +34,7 @@ import inspect
 import logging
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -383,6 +383,16 @@ class AzureBlobStore(FsspecStore):
         if not blob:
             return super().delete_dir(path)
         return bool(sync(self.fs.loop, self._delete_tree, container, blob.rstrip("/")))
+
+    def _delete_dir_on_loop(self, path: str) -> Callable[[], Awaitable[bool]] | None:
+        container, blob = self._split(path)
+        if not blob:
+            return None
+
+        async def delete() -> bool:
+            return bool(await self._delete_tree(container, blob.rstrip("/")))
+
+        return delete
 
     async def _delete_tree(self, container: str, blob: str) -> int:
         """List a page of names, delete them, list the next: never more than one page of names in memory.

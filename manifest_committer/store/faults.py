@@ -12,9 +12,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from .operations import NO_HINTS, RenameHint, StoreOperations, reads_one_by_one, renames_one_by_one
+from .operations import NO_HINTS, RenameHint, StoreOperations, calls_one_by_one, renames_one_by_one
 from .pending_upload import PendingUpload
 from .wrapping import WrappingStore
 
@@ -35,6 +35,8 @@ OPERATIONS = (
     "copy_file",
     *UPLOAD_OPERATIONS,
 )
+
+A = TypeVar("A")
 
 
 def _timeout() -> BaseException:
@@ -160,14 +162,26 @@ class FaultInjectingStore(WrappingStore):
     def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
         """A batch of reads is in flight at once: one ``latency`` for all; each may fail on its own."""
         if not self.capabilities.concurrent_calls:
-            return reads_one_by_one(self.read_bytes, paths)
+            return calls_one_by_one(self.read_bytes, paths)
+        return self._batch("read_bytes", paths, self.inner.read_files)
+
+    def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
+        """A batch of deletes is in flight at once: one ``latency`` for all; each may fail on its own."""
+        if not self.capabilities.concurrent_calls:
+            return calls_one_by_one(self.delete_dir, paths)
+        return self._batch("delete_dir", paths, self.inner.delete_dirs)
+
+    def _batch(
+        self, operation: str, paths: Sequence[str], send: Callable[[list[str]], Sequence[A | Exception]]
+    ) -> list[A | Exception]:
+        """One latency, then the paths no fault stops sent to the inner store together; an outcome per path."""
         if self.latency:
             time.sleep(self.latency)
-        faults = [self._pick("read_bytes", path) for path in paths]
+        faults = [self._pick(operation, path) for path in paths]
         reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
-        outcomes: list[bytes | Exception] = [RuntimeError("not read")] * len(paths)
+        outcomes: list[A | Exception] = [RuntimeError("not sent")] * len(paths)
         if reaching:
-            answered = self.inner.read_files([paths[i] for i in reaching])
+            answered = send([paths[i] for i in reaching])
             for index, outcome in zip(reaching, answered, strict=True):
                 outcomes[index] = outcome
         for index, fault in enumerate(faults):

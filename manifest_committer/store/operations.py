@@ -15,11 +15,13 @@ import posixpath
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from fsspec.asyn import sync
 
 from ..urls import decode_path, encode_path, split_url
+
+A = TypeVar("A")
 
 _GLOB_CHARACTERS = ("*", "?", "[")
 
@@ -208,6 +210,11 @@ class StoreOperations(Protocol):
 
     def delete_dir(self, path: str) -> bool:
         """Delete a directory tree; ``False`` if nothing was there."""
+        ...
+
+    def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
+        """``delete_dir`` of each path, in flight together where ``capabilities.concurrent_calls``; one outcome per
+        path, in order: whether anything was there, else the error its own ``delete_dir`` raises."""
         ...
 
     def remove_empty_dir(self, path: str) -> bool:
@@ -422,6 +429,40 @@ class FsspecStore:
             self.fs.rm(path, recursive=True)
         return True
 
+    def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
+        """Every delete at once on the loop of an async client where ``capabilities.concurrent_calls`` (those the
+        store cannot make there, one after another afterwards), else one ``delete_dir`` after another."""
+        if not (self.capabilities.concurrent_calls and getattr(self.fs, "async_impl", False)):
+            return calls_one_by_one(self.delete_dir, paths)
+        on_loop = [(index, self._delete_dir_on_loop(path)) for index, path in enumerate(paths)]
+        deletes = [(index, delete) for index, delete in on_loop if delete is not None]
+
+        async def all_at_once() -> list[Any]:
+            return await asyncio.gather(*(delete() for _, delete in deletes), return_exceptions=True)
+
+        outcomes: list[bool | Exception] = [False] * len(paths)
+        for (index, _), answer in zip(deletes, answers_of(sync(self.fs.loop, all_at_once)), strict=True):
+            outcomes[index] = answer if isinstance(answer, Exception) else bool(answer)
+        for index, delete in on_loop:
+            if delete is None:
+                outcomes[index] = calls_one_by_one(self.delete_dir, [paths[index]])[0]
+        return outcomes
+
+    def _delete_dir_on_loop(self, path: str) -> Callable[[], Awaitable[bool]] | None:
+        """``delete_dir`` of ``path`` as a coroutine on the client's loop, or ``None`` where it cannot be one (a
+        name with glob characters, which fsspec's ``rm`` would expand)."""
+        if _has_glob_characters(path):
+            return None
+        fs = self.fs
+
+        async def delete() -> bool:
+            if not await fs._exists(path):
+                return False
+            await fs._rm(path, recursive=True)
+            return True
+
+        return delete
+
     def _delete_tree_literally(self, path: str) -> None:
         """Delete file by file: ``rm("dt=?")`` would glob-expand and delete ``dt=1``, ``dt=2``, ... too."""
         if self.fs.isfile(path):
@@ -455,7 +496,7 @@ class FsspecStore:
         """Every read at once on the loop of an async client where ``capabilities.concurrent_calls``, else one
         ``read_bytes`` after another."""
         if not (self.capabilities.concurrent_calls and getattr(self.fs, "async_impl", False)):
-            return reads_one_by_one(self.read_bytes, paths)
+            return calls_one_by_one(self.read_bytes, paths)
         fs, options = self.fs, self._read_options
 
         async def all_at_once() -> list[Any]:
@@ -514,12 +555,12 @@ def renames_one_by_one(rename: Callable[[str, str], None], pairs: Sequence[tuple
     return outcomes
 
 
-def reads_one_by_one(read: Callable[[str], bytes], paths: Sequence[str]) -> list[bytes | Exception]:
-    """``read`` of each path in turn: its bytes, else its error (the batch carries on)."""
-    outcomes: list[bytes | Exception] = []
+def calls_one_by_one(call: Callable[[str], A], paths: Sequence[str]) -> list[A | Exception]:
+    """``call`` of each path in turn: its answer, else its error (the batch carries on)."""
+    outcomes: list[A | Exception] = []
     for path in paths:
         try:
-            outcomes.append(read(path))
+            outcomes.append(call(path))
         except Exception as error:
             outcomes.append(error)
     return outcomes

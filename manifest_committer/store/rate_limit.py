@@ -95,6 +95,12 @@ class RateLimitedStore(WrappingStore):
             self._take_token()
         return self.inner.read_files(paths)
 
+    def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
+        """A token for each delete of the batch, then the batch as the inner store runs it."""
+        for _ in paths:
+            self._take_token()
+        return self.inner.delete_dirs(paths)
+
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
         """A token for each completion of the batch, then the batch as the inner store runs it."""
         for _ in uploads:

@@ -18,7 +18,7 @@ from .operations import (
     RenameHint,
     StoreCapabilities,
     StoreOperations,
-    reads_one_by_one,
+    calls_one_by_one,
     renames_one_by_one,
 )
 
@@ -31,10 +31,10 @@ class WrappingStore:
     """Delegates to ``inner``; each call that reaches the store runs through ``around(operation, path, call)``."""
 
     passes_batches: ClassVar[bool] = False
-    """Whether ``rename_files`` and ``read_files`` hand a batch to the inner store whole (the wrapper overrides
-    them and keeps the inner store's ``concurrent_calls``); by default each call of a batch runs through
-    ``around`` on its own. A subclass that intercepts ``rename_file`` itself sets it ``False``, or its override
-    misses the batches."""
+    """Whether ``rename_files``, ``read_files`` and ``delete_dirs`` hand a batch to the inner store whole (the
+    wrapper overrides them and keeps the inner store's ``concurrent_calls``); by default each call of a batch runs
+    through ``around`` on its own. A subclass that intercepts ``rename_file`` itself sets it ``False``, or its
+    override misses the batches."""
 
     def __init__(self, inner: StoreOperations) -> None:
         self.inner = inner
@@ -111,6 +111,9 @@ class WrappingStore:
     def delete_dir(self, path: str) -> bool:
         return bool(self.around("delete_dir", path, lambda: self.inner.delete_dir(path)))
 
+    def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
+        return calls_one_by_one(self.delete_dir, paths)
+
     def remove_empty_dir(self, path: str) -> bool:
         return bool(self.around("remove_empty_dir", path, lambda: self.inner.remove_empty_dir(path)))
 
@@ -119,7 +122,7 @@ class WrappingStore:
         return result
 
     def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
-        return reads_one_by_one(self.read_bytes, paths)
+        return calls_one_by_one(self.read_bytes, paths)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self.around("write_bytes", path, lambda: self.inner.write_bytes(path, data))

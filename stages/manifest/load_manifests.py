@@ -20,7 +20,7 @@ from ...entry_file import EntryFile, FilesToCommit, spill_prefix
 from ...errors import DuplicateDestinationError, JobStateError, ManifestError
 from ...iostatistics import IOStatisticsSnapshot
 from ...manifest import MANIFEST_SUFFIX, EntryStatus, FileColumns, TaskManifest
-from ...parallel import run_bounded
+from ...parallel import CALLS_A_BATCH, run_bounded
 from ...statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
     JOB_STAGE_LOAD_MANIFESTS,
@@ -32,10 +32,6 @@ from ..base import Stage
 from .job_types import TargetDirectory
 
 log = logging.getLogger(__name__)
-
-READS_A_CALL = 16
-"""Manifests read in one call where the store puts a batch's calls in flight together (``concurrent_calls``): a
-thread a batch rather than a read (starting a hundred threads took longer than the reads)."""
 
 _CANDIDATES_PER_SCAN = 10_000
 """Candidate hashes confirmed per rescan of the spill file: a bound on that set, not a limit on duplicates."""
@@ -166,7 +162,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         # The pool's threads read; this one parses, as each read comes back: JSON parsing is under the GIL, where
         # threads would only contend (where a read takes microseconds, nothing goes to the pool at all).
         pool = None if self.capabilities.microsecond_calls else self.context.pool
-        batches = [manifests[start : start + READS_A_CALL] for start in range(0, len(manifests), READS_A_CALL)]
+        batches = [manifests[start : start + CALLS_A_BATCH] for start in range(0, len(manifests), CALLS_A_BATCH)]
         try:
             with self.stats.track(OP_LOAD_ALL_MANIFESTS):
                 if pool is not None and self.capabilities.concurrent_calls:

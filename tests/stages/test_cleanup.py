@@ -16,6 +16,7 @@ import pytest
 
 from manifest_committer.background import wait_for_all_background_work
 from manifest_committer.errors import JobStateError
+from manifest_committer.parallel import CALLS_A_BATCH
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.cleanup import (
     CleanupArguments,
@@ -27,6 +28,7 @@ from manifest_committer.stages.cleanup import (
 from manifest_committer.statistic_names import JOB_STAGE_CLEANUP, OP_DELETE_DIR
 from manifest_committer.store import Fault, FaultInjectingStore, FileStatus
 from manifest_committer.success_data import SuccessData
+from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import exists, fresh, make_context, set_up_job, task_ids, write_task_output
 from tests.fixtures.stores import ALL_STORES, S3_STORE, store_destination
 from tests.fixtures.together import MeetInFlight
@@ -65,6 +67,24 @@ def test_parallel_delete_of_task_attempts_then_the_job(destination: str) -> None
     # one): every call through the gate.
     assert counters[OP_DELETE_DIR] == 5 + context.store.capabilities.directory_rename
     assert counters[JOB_STAGE_CLEANUP] == 1
+
+
+def test_on_a_store_that_takes_batches_task_attempts_go_a_batch_a_call(local_destination: str) -> None:
+    """A thread and a call for every 16 task attempts; a delete that failed in its batch is made again through the
+    gate, and everything goes."""
+    context = job_with_tasks(local_destination, tasks=CALLS_A_BATCH + 4)
+    together = InFlightTogether(context.store)
+    context.store = FaultInjectingStore(together, [Fault("delete_dir", task_ids(3)[1])])
+    with ThreadPoolExecutor(4) as pool:
+        context.pool = pool
+        result = clean(context)
+    assert result == CleanupResult(CleanupOutcome.PARALLEL_DELETE, CALLS_A_BATCH + 5)
+    attempts = sorted(len(batch) for batch in together.delete_batches if "/tasks/" in batch[0])
+    assert attempts == [4, CALLS_A_BATCH - 1], "the faulted delete never reached the store in its batch"
+    assert not exists(context, context.paths.job_dir)
+    counters = context.stats.snapshot().counters
+    assert counters[OP_DELETE_DIR + ".failures"] == 1
+    assert counters[OP_DELETE_DIR] >= CALLS_A_BATCH + 4, "each attempt's delete timed, the failed one's retry too"
 
 
 def test_serial_delete_is_one_call(destination: str) -> None:

@@ -127,6 +127,39 @@ def test_a_batch_of_reads_is_in_flight_at_once_with_one_outcome_each(
     assert isinstance(outcomes[1], FileNotFoundError)
 
 
+def test_a_batch_of_directory_deletes_is_in_flight_at_once_with_one_outcome_each(
+    cloud_destination: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = _store(cloud_destination)
+    store, root = opened.store, opened.path
+    for name in ("a", "b"):
+        store.write_bytes(f"{root}/{name}/x/f.csv", b"1")
+        store.write_bytes(f"{root}/{name}/g.csv", b"2")
+    store.write_bytes(f"{root}/kept/h.csv", b"3")
+    paths = [f"{root}/a", f"{root}/missing", f"{root}/b"]
+    kind: Any = type(store)
+    on_loop = kind._delete_dir_on_loop
+    waiting: list[str] = []
+    everyone = asyncio.Event()
+
+    def meeting(self: Any, path: str) -> Any:
+        delete = on_loop(self, path)
+
+        async def after_all_started() -> bool:
+            waiting.append(path)
+            if len(waiting) == len(paths):
+                everyone.set()
+            await asyncio.wait_for(everyone.wait(), 5)  # one after another would time out here
+            return bool(await delete())
+
+        return after_all_started
+
+    monkeypatch.setattr(kind, "_delete_dir_on_loop", meeting)
+    assert store.delete_dirs(paths) == [True, False, True]
+    assert store.list_dir(root) and [s.path.rstrip("/").rsplit("/", 1)[-1] for s in store.list_dir(root)] == ["kept"]
+    assert store.read_bytes(f"{root}/kept/h.csv") == b"3"
+
+
 def test_rename_of_a_missing_source_is_file_not_found(cloud_destination: str) -> None:
     opened = _store(cloud_destination)
     store, root = opened.store, opened.path

@@ -442,6 +442,30 @@ def test_a_batch_of_reads_sleeps_once_and_fails_per_read(tmp_path: Path, monkeyp
     assert sleeps == [0.02] * 3, "a store that cannot put calls in flight together: a latency a read"
 
 
+def test_a_batch_of_directory_deletes_sleeps_once_and_fails_per_delete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sleeps: list[float] = []
+    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
+    opened = open_store(str(tmp_path))
+    inner, root = opened.store, opened.path
+    for name in "abc":
+        inner.write_bytes(f"{root}/{name}/f", name.encode())
+    paths = [f"{root}/{name}" for name in "abcd"]
+    batching = InFlightTogether(inner)
+    together = FaultInjectingStore(batching, [Fault("delete_dir", "/a"), Fault("delete_dir", "/b", when="after")])
+    outcomes = together.delete_dirs(paths)
+    assert sleeps == [], "no latency asked"
+    assert [type(o).__name__ for o in outcomes] == ["TimeoutError", "TimeoutError", "bool", "bool"]
+    assert outcomes[2] is True and outcomes[3] is False, "deleted, and nothing there"
+    assert batching.delete_batches == [[f"{root}/b", f"{root}/c", f"{root}/d"]], "a fault before: not sent"
+    assert inner.info(f"{root}/a") is not None and inner.info(f"{root}/b") is None
+
+    together.latency = 0.02
+    assert together.delete_dirs([f"{root}/a"]) == [True]
+    assert sleeps == [0.02], "one latency for the batch"
+
+
 def test_under_latency_a_store_of_microsecond_calls_takes_batches_and_others_do_not(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

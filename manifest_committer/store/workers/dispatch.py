@@ -44,6 +44,10 @@ class WorkerDispatchStore(WrappingStore):
         """Reads stay in this process (what is read is parsed here): the committer's store, a batch at once."""
         return self.inner.read_files(paths)
 
+    def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
+        """Deletes stay in this process, as every call but the renames and completions: a batch at once."""
+        return self.inner.delete_dirs(paths)
+
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
         if not uploads:
             return []

@@ -14,10 +14,10 @@ import pytest
 from manifest_committer.duplicates import DuplicateHashes
 from manifest_committer.errors import DuplicateDestinationError, JobStateError, ManifestError
 from manifest_committer.manifest import DirEntry, EntryStatus, FileColumns, FileEntry, TaskManifest
+from manifest_committer.parallel import CALLS_A_BATCH
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.manifest.job_types import TargetDirectory
 from manifest_committer.stages.manifest.load_manifests import (
-    READS_A_CALL,
     LoadManifestsArguments,
     LoadManifestsResult,
     LoadManifestsStage,
@@ -227,7 +227,7 @@ def test_a_store_that_takes_batches_reads_the_manifests_a_batch_a_call(destinati
     committer's policy, counted as a failure, and the load goes on."""
     context = make_context(destination)
     set_up_job(context)
-    for index in range(READS_A_CALL * 2 + 3):
+    for index in range(CALLS_A_BATCH * 2 + 3):
         save_manifest(context, index, [(f"f{index}", index)])
     together = InFlightTogether(context.store)
     flaky = FaultInjectingStore(together, [Fault("read_bytes", task_ids(20)[0], times=1, error=TimeoutError)])
@@ -235,13 +235,13 @@ def test_a_store_that_takes_batches_reads_the_manifests_a_batch_a_call(destinati
         loading = fresh(context, store=flaky, pool=pool)
         result = load(loading)
     result.entry_file.close()
-    assert result.manifest_count == READS_A_CALL * 2 + 3
-    assert sorted(len(batch) for batch in together.read_batches) == [3, READS_A_CALL - 1, READS_A_CALL], (
+    assert result.manifest_count == CALLS_A_BATCH * 2 + 3
+    assert sorted(len(batch) for batch in together.read_batches) == [3, CALLS_A_BATCH - 1, CALLS_A_BATCH], (
         "the faulted read never reached the store in its batch"
     )
-    assert flaky.calls["read_bytes"] == READS_A_CALL * 2 + 4, "each manifest once, the faulted one twice"
+    assert flaky.calls["read_bytes"] == CALLS_A_BATCH * 2 + 4, "each manifest once, the faulted one twice"
     counters = loading.stats.snapshot().counters
-    assert counters[OP_LOAD_MANIFEST] == READS_A_CALL * 2 + 3
+    assert counters[OP_LOAD_MANIFEST] == CALLS_A_BATCH * 2 + 3
     assert counters[OP_LOAD_MANIFEST + ".failures"] == 1
 
 
