@@ -126,23 +126,13 @@ class TaskManifest:
         listed twice (a ``DuplicateDestinationError``).
         """
         manifest, files = cls.from_dict_with_columns(raw, origin)
-        if len(set(files.dests)) != len(files.dests):
-            seen: set[str] = set()
-            for dest in files.dests:
-                if dest in seen:
-                    raise DuplicateDestinationError(
-                        f"{origin}: destination {dest} is written to by more than one file of task "
-                        f"{manifest.task_attempt_id}"
-                    )
-                seen.add(dest)
         manifest.files = files.entries()
         return manifest
 
     @classmethod
     def from_dict_with_columns(cls, raw: Any, origin: str = "<dict>") -> tuple[TaskManifest, FileColumns]:
-        """``from_dict`` with the file entries as columns, the manifest's ``files`` left empty and a destination
-        listed twice not looked for: the job commit checks and spills whole lists (an object per entry would be
-        most of its cost), and finds destinations claimed twice across all manifests at once."""
+        """``from_dict`` with the file entries as columns, the manifest's ``files`` left empty: the job commit
+        checks and spills whole lists, and an object per entry would be most of its cost."""
         if not isinstance(raw, dict):
             raise ManifestError(f"{origin}: not a task manifest: the document is not a JSON object")
         kind = raw.get("type")
@@ -172,6 +162,15 @@ class TaskManifest:
             raise ManifestError(f"{origin}: invalid task manifest: {error}") from None
         if "pendingUploads" in raw:
             manifest.pending_uploads = _pending_uploads(raw["pendingUploads"], len(files.dests), origin)
+        if len(set(files.dests)) != len(files.dests):
+            seen: set[str] = set()
+            for dest in files.dests:
+                if dest in seen:
+                    raise DuplicateDestinationError(
+                        f"{origin}: destination {dest} is written to by more than one file of task "
+                        f"{manifest.task_attempt_id}"
+                    )
+                seen.add(dest)
         return manifest, files
 
     @classmethod

@@ -102,8 +102,9 @@ class StoreCapabilities:
     """``rename_dir`` moves a whole tree in one atomic call (POSIX rename), so a job's state can leave the way at
     once and be deleted after the job commit returns (``stages/cleanup.py``)."""
     concurrent_calls: bool = False
-    """``rename_files`` puts a batch's calls in flight together from one thread (an async client on fsspec's event
-    loop): one thread wake-up per batch instead of per call, the CPU a call costs at hundreds of threads."""
+    """``rename_files``, ``read_files`` and ``delete_dirs`` put a batch's calls in flight together from one thread
+    (an async client on fsspec's event loop): one thread wake-up per batch instead of per call, the CPU a call
+    costs at hundreds of threads."""
     rename_never_overwrites: bool = False
     """``rename_file`` never replaces anything at the destination, even while another process or host writes
     there: the store itself enforces the condition (a no-replace rename, a conditional copy), or no other process
