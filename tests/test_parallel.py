@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from manifest_committer.parallel import CallSlots, Outcome, run_bounded, run_together
+from manifest_committer.parallel import ENOUGH_FOR_A_BATCH, CallSlots, Outcome, run_bounded, run_together
 
 
 class CountingPool(ThreadPoolExecutor):
@@ -294,6 +294,20 @@ def test_a_batch_waits_for_its_share_of_the_slots_rather_than_go_out_with_a_few(
     batch.join(5)
     holder.join(5)
     assert taken["batch"] == 10
+
+
+def test_with_many_slots_a_batch_waits_for_sixteen_not_a_sixteenth() -> None:
+    """At 1,024 slots a sixteenth is 64: slots given back while a batch waited for so many stood idle."""
+    slots = CallSlots(1024)
+    slots.take(1024 - ENOUGH_FOR_A_BATCH)
+    taken: list[int] = []
+    batch = threading.Thread(target=lambda: taken.append(slots.take(100)), daemon=True)
+    batch.start()
+    batch.join(5)
+    waited = batch.is_alive()
+    slots.give(1024 - ENOUGH_FOR_A_BATCH)  # lets a batch that waited for more go, so the thread ends either way
+    batch.join(5)
+    assert not waited and taken == [ENOUGH_FOR_A_BATCH], "sixteen free slots are enough for a batch to go out"
 
 
 def test_steps_run_together_each_keeping_its_answer() -> None:
