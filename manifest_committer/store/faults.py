@@ -37,6 +37,7 @@ OPERATIONS = (
 )
 
 A = TypeVar("A")
+Item = TypeVar("Item")
 
 
 def _timeout() -> BaseException:
@@ -163,45 +164,38 @@ class FaultInjectingStore(WrappingStore):
         """A batch of reads is in flight at once: one ``latency`` for all; each may fail on its own."""
         if not self.capabilities.concurrent_calls:
             return calls_one_by_one(self.read_bytes, paths)
-        return self._batch("read_bytes", paths, self.inner.read_files)
+        return self._batch("read_bytes", paths, str, self.inner.read_files)
 
     def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
         """A batch of deletes is in flight at once: one ``latency`` for all; each may fail on its own."""
         if not self.capabilities.concurrent_calls:
             return calls_one_by_one(self.delete_dir, paths)
-        return self._batch("delete_dir", paths, self.inner.delete_dirs)
-
-    def _batch(
-        self, operation: str, paths: Sequence[str], send: Callable[[list[str]], Sequence[A | Exception]]
-    ) -> list[A | Exception]:
-        """One latency, then the paths no fault stops sent to the inner store together; an outcome per path."""
-        if self.latency:
-            time.sleep(self.latency)
-        faults = [self._pick(operation, path) for path in paths]
-        reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
-        outcomes: list[A | Exception] = [RuntimeError("not sent")] * len(paths)
-        if reaching:
-            answered = send([paths[i] for i in reaching])
-            for index, outcome in zip(reaching, answered, strict=True):
-                outcomes[index] = outcome
-        for index, fault in enumerate(faults):
-            if fault is None or (fault.when == "after" and isinstance(outcomes[index], Exception)):
-                continue
-            error = fault.error()
-            if not isinstance(error, Exception):
-                raise error
-            outcomes[index] = error
-        return outcomes
+        return self._batch("delete_dir", paths, str, self.inner.delete_dirs)
 
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
         """A batch of completions is in flight at once: one ``latency`` for all; each may fail on its own."""
+        return self._batch(
+            "complete_upload",
+            uploads,
+            lambda pending: pending.path,
+            lambda batch: self._inner_uploads(batch[0].path).complete_uploads(batch),
+        )
+
+    def _batch(
+        self,
+        operation: str,
+        items: Sequence[Item],
+        path_of: Callable[[Item], str],
+        send: Callable[[list[Item]], Sequence[A | Exception]],
+    ) -> list[A | Exception]:
+        """One latency, then the items no fault stops sent to the inner store together; an outcome per item."""
         if self.latency:
             time.sleep(self.latency)
-        faults = [self._pick("complete_upload", pending.path) for pending in uploads]
+        faults = [self._pick(operation, path_of(item)) for item in items]
         reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
-        outcomes: list[str | Exception] = [RuntimeError("not completed")] * len(uploads)
+        outcomes: list[A | Exception] = [RuntimeError("not sent")] * len(items)
         if reaching:
-            answered = self._inner_uploads(uploads[0].path).complete_uploads([uploads[i] for i in reaching])
+            answered = send([items[i] for i in reaching])
             for index, outcome in zip(reaching, answered, strict=True):
                 outcomes[index] = outcome
         for index, fault in enumerate(faults):

@@ -386,11 +386,17 @@ def test_a_seeded_flaky_job_commits_exactly_and_reproducibly(tmp_path: Path) -> 
     assert first_output == second_output
 
 
+@pytest.fixture
+def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every latency the fault injector sleeps, recorded instead of slept."""
+    slept: list[float] = []
+    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", slept.append)
+    return slept
+
+
 def test_a_batch_to_a_store_with_concurrent_calls_sleeps_once_and_fails_per_call(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, sleeps: list[float]
 ) -> None:
-    sleeps: list[float] = []
-    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
     opened = open_store(str(tmp_path))
     inner, root = opened.store, opened.path
     for name in "abcd":
@@ -414,9 +420,7 @@ def test_a_batch_to_a_store_with_concurrent_calls_sleeps_once_and_fails_per_call
     assert inner.info(f"{root}/d.moved") is not None
 
 
-def test_a_batch_of_reads_sleeps_once_and_fails_per_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sleeps: list[float] = []
-    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
+def test_a_batch_of_reads_sleeps_once_and_fails_per_read(tmp_path: Path, sleeps: list[float]) -> None:
     opened = open_store(str(tmp_path))
     inner, root = opened.store, opened.path
     for name in "abc":
@@ -442,11 +446,7 @@ def test_a_batch_of_reads_sleeps_once_and_fails_per_read(tmp_path: Path, monkeyp
     assert sleeps == [0.02] * 3, "a store that cannot put calls in flight together: a latency a read"
 
 
-def test_a_batch_of_directory_deletes_sleeps_once_and_fails_per_delete(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sleeps: list[float] = []
-    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
+def test_a_batch_of_directory_deletes_sleeps_once_and_fails_per_delete(tmp_path: Path, sleeps: list[float]) -> None:
     opened = open_store(str(tmp_path))
     inner, root = opened.store, opened.path
     for name in "abc":
@@ -467,13 +467,11 @@ def test_a_batch_of_directory_deletes_sleeps_once_and_fails_per_delete(
 
 
 def test_under_latency_a_store_of_microsecond_calls_takes_batches_and_others_do_not(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, sleeps: list[float]
 ) -> None:
     """A store whose calls take microseconds (memory, local disk) makes a batch in turn as fast as at once: under
     injected latency it is a store that takes batches, one latency a batch. A store whose calls take time and
     that cannot put them in flight together sleeps once a call."""
-    sleeps: list[float] = []
-    monkeypatch.setattr("manifest_committer.store.faults.time.sleep", sleeps.append)
     opened = open_store(str(tmp_path))
     inner, root = opened.store, opened.path
     for name in "abcdef":
