@@ -142,23 +142,11 @@ class FaultInjectingStore(WrappingStore):
     ) -> list[Exception | None]:
         if not self.capabilities.concurrent_calls:
             return renames_one_by_one(self.rename_file, pairs)
-        if self.latency:
-            time.sleep(self.latency)
-        faults = [self._pick("rename_file", f"{source} -> {dest}") for source, dest in pairs]
-        reaching = [index for index, fault in enumerate(faults) if fault is None or fault.when == "after"]
-        outcomes: list[Exception | None] = [None] * len(pairs)
-        if reaching:
-            passed = [hints[i] for i in reaching] if hints else NO_HINTS
-            answered = self.inner.rename_files([pairs[i] for i in reaching], passed)
-            for index, outcome in zip(reaching, answered, strict=True):
-                outcomes[index] = outcome
-        for index, fault in enumerate(faults):
-            if fault is not None and outcomes[index] is None:
-                error = fault.error()
-                if not isinstance(error, Exception):
-                    raise error
-                outcomes[index] = error
-        return outcomes
+
+        def send(chosen: list[int]) -> list[Exception | None]:
+            return self.inner.rename_files([pairs[i] for i in chosen], [hints[i] for i in chosen] if hints else hints)
+
+        return self._batch("rename_file", range(len(pairs)), lambda i: f"{pairs[i][0]} -> {pairs[i][1]}", send)
 
     def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
         """A batch of reads is in flight at once: one ``latency`` for all; each may fail on its own."""
