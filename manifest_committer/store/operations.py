@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import posixpath
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +23,7 @@ from fsspec.asyn import sync
 from ..urls import decode_path, encode_path, split_url
 
 A = TypeVar("A")
+Item = TypeVar("Item")
 
 _GLOB_CHARACTERS = ("*", "?", "[")
 
@@ -433,21 +435,30 @@ class FsspecStore:
     def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
         """Every delete at once on the loop of an async client where ``capabilities.concurrent_calls`` (those the
         store cannot make there, one after another afterwards), else one ``delete_dir`` after another."""
+        return self._each_on_loop(paths, self._delete_dir_on_loop, self.delete_dir)
+
+    def _each_on_loop(
+        self,
+        paths: Sequence[str],
+        on_loop: Callable[[str], Callable[[], Awaitable[A]] | None],
+        alone: Callable[[str], A],
+    ) -> list[A | Exception]:
+        """A call for each path, all at once on the async client's loop (``on_loop(path)``, or ``None`` where the
+        call cannot go there) where ``capabilities.concurrent_calls``; ``alone(path)`` one after another for the
+        rest, and for every path elsewhere. An outcome per path, in order."""
         if not (self.capabilities.concurrent_calls and getattr(self.fs, "async_impl", False)):
-            return calls_one_by_one(self.delete_dir, paths)
-        on_loop = [(index, self._delete_dir_on_loop(path)) for index, path in enumerate(paths)]
-        deletes = [(index, delete) for index, delete in on_loop if delete is not None]
+            return calls_one_by_one(alone, paths)
+        made = [on_loop(path) for path in paths]
+        calls = [call for call in made if call is not None]
 
         async def all_at_once() -> list[Any]:
-            return await asyncio.gather(*(delete() for _, delete in deletes), return_exceptions=True)
+            return await asyncio.gather(*(call() for call in calls), return_exceptions=True)
 
-        outcomes: list[bool | Exception] = [False] * len(paths)
-        for (index, _), answer in zip(deletes, answers_of(sync(self.fs.loop, all_at_once)), strict=True):
-            outcomes[index] = answer if isinstance(answer, Exception) else bool(answer)
-        for index, delete in on_loop:
-            if delete is None:
-                outcomes[index] = calls_one_by_one(self.delete_dir, [paths[index]])[0]
-        return outcomes
+        answers = iter(answers_of(sync(self.fs.loop, all_at_once)))
+        return [
+            next(answers) if call is not None else calls_one_by_one(alone, [path])[0]
+            for path, call in zip(paths, made, strict=True)
+        ]
 
     def _delete_dir_on_loop(self, path: str) -> Callable[[], Awaitable[bool]] | None:
         """``delete_dir`` of ``path`` as a coroutine on the client's loop, or ``None`` where it cannot be one (a
@@ -496,14 +507,8 @@ class FsspecStore:
     def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
         """Every read at once on the loop of an async client where ``capabilities.concurrent_calls``, else one
         ``read_bytes`` after another."""
-        if not (self.capabilities.concurrent_calls and getattr(self.fs, "async_impl", False)):
-            return calls_one_by_one(self.read_bytes, paths)
         fs, options = self.fs, self._read_options
-
-        async def all_at_once() -> list[Any]:
-            return await asyncio.gather(*(fs._cat_file(path, **options) for path in paths), return_exceptions=True)
-
-        return answers_of(sync(fs.loop, all_at_once))
+        return self._each_on_loop(paths, lambda path: functools.partial(fs._cat_file, path, **options), self.read_bytes)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write a whole file, replacing any file there."""
@@ -545,23 +550,15 @@ class FsspecStore:
 
 def renames_one_by_one(rename: Callable[[str, str], None], pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:
     """``rename`` of each pair in turn; ``None`` for each that moved, else its error (the batch carries on)."""
-    outcomes: list[Exception | None] = []
-    for source, dest in pairs:
-        try:
-            rename(source, dest)
-        except Exception as error:
-            outcomes.append(error)
-        else:
-            outcomes.append(None)
-    return outcomes
+    return calls_one_by_one(lambda pair: rename(*pair), pairs)
 
 
-def calls_one_by_one(call: Callable[[str], A], paths: Sequence[str]) -> list[A | Exception]:
-    """``call`` of each path in turn: its answer, else its error (the batch carries on)."""
+def calls_one_by_one(call: Callable[[Item], A], items: Sequence[Item]) -> list[A | Exception]:
+    """``call`` of each item in turn: its answer, else its error (the batch carries on)."""
     outcomes: list[A | Exception] = []
-    for path in paths:
+    for item in items:
         try:
-            outcomes.append(call(path))
+            outcomes.append(call(item))
         except Exception as error:
             outcomes.append(error)
     return outcomes

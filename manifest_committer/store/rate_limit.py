@@ -85,28 +85,28 @@ class RateLimitedStore(WrappingStore):
         self, pairs: Sequence[tuple[str, str]], hints: Sequence[RenameHint | None] = NO_HINTS
     ) -> list[Exception | None]:
         """A token for each rename of the batch, then the batch as the inner store runs it."""
-        for _ in pairs:
-            self._take_token()
+        self._take_tokens(len(pairs))
         return self.inner.rename_files(pairs, hints)
 
     def read_files(self, paths: Sequence[str]) -> list[bytes | Exception]:
         """A token for each read of the batch, then the batch as the inner store runs it."""
-        for _ in paths:
-            self._take_token()
+        self._take_tokens(len(paths))
         return self.inner.read_files(paths)
 
     def delete_dirs(self, paths: Sequence[str]) -> list[bool | Exception]:
         """A token for each delete of the batch, then the batch as the inner store runs it."""
-        for _ in paths:
-            self._take_token()
+        self._take_tokens(len(paths))
         return self.inner.delete_dirs(paths)
 
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
         """A token for each completion of the batch, then the batch as the inner store runs it."""
-        for _ in uploads:
-            self._take_token()
+        self._take_tokens(len(uploads))
         outcomes: list[str | Exception] = self._inner_uploads(uploads[0].path).complete_uploads(uploads)
         return outcomes
+
+    def _take_tokens(self, count: int) -> None:
+        for _ in range(count):
+            self._take_token()
 
     def _take_token(self) -> None:
         waited = self.bucket.acquire()

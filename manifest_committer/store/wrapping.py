@@ -167,13 +167,7 @@ class WrappingStore:
 
     def complete_uploads(self, uploads: Sequence[PendingUpload]) -> list[str | Exception]:
         """One ``complete_upload`` after another, each through ``around``: an outcome per upload."""
-        outcomes: list[str | Exception] = []
-        for pending in uploads:
-            try:
-                outcomes.append(self.complete_upload(pending))
-            except Exception as error:
-                outcomes.append(error)
-        return outcomes
+        return calls_one_by_one(self.complete_upload, uploads)
 
     def holds(self, pending: PendingUpload) -> str | None:
         result: str | None = self._upload_call("holds", pending.path, pending)
