@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator
 from typing import Self
 
 from .entry_file import HASHES_SUFFIX
+from .parallel import slices
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ class DuplicateHashes:
         spill = self._spill
         while len(self._runs) > self._fan_in:
             assert spill is not None, "more than one run means some were spilled"
-            groups = [self._runs[i : i + self._fan_in] for i in range(0, len(self._runs), self._fan_in)]
+            groups = slices(self._runs, self._fan_in)
             self._runs = []
             for group in groups:
                 start, total = self._spill_end, 0

@@ -85,6 +85,11 @@ def run_bounded(
         raise first_error
 
 
+def slices(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    """``items`` cut in order into slices of ``size`` (the last may be shorter): a batch, a unit of work each."""
+    return [items[start : start + size] for start in range(0, len(items), size)]
+
+
 def run_together(pool: Executor | None, steps: Sequence[Callable[[], object]], *, max_in_flight: int) -> None:
     """Run independent ``steps`` (each keeps its own answer) at once, up to ``max_in_flight``: one round trip of
     the store for all of them, not one each. The first error is raised once the steps started have finished."""

@@ -9,13 +9,13 @@ import logging
 import posixpath
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..background import BackgroundWork
 from ..config import CommitterConfig
-from ..parallel import CALLS_A_BATCH, Outcome, run_together
+from ..parallel import CALLS_A_BATCH, Outcome, run_together, slices
 from ..paths import COMMIT_FINISHED_MARKER, trash_entry_job_id
 from ..statistic_names import JOB_STAGE_CLEANUP, OP_LOAD_FILE
 from ..store import FileStatus
@@ -290,7 +290,7 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
         paths = sorted(status.path for status in attempts)
         batched = self.capabilities.concurrent_calls and not self.capabilities.microsecond_calls
 
-        def delete(batch: list[str]) -> None:
+        def delete(batch: Sequence[str]) -> None:
             try:
                 if batched:
                     self.delete_dirs(batch)
@@ -299,8 +299,7 @@ class CleanupStage(Stage[CleanupArguments, CleanupResult]):
             except OSError as error:
                 failed.append(error)
 
-        size = CALLS_A_BATCH if batched else 1
-        return [functools.partial(delete, paths[start : start + size]) for start in range(0, len(paths), size)]
+        return [functools.partial(delete, batch) for batch in slices(paths, CALLS_A_BATCH if batched else 1)]
 
     def _log_failed(self, failed: list[OSError]) -> None:
         if failed:

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from ...errors import OutputConflictError
 from ...manifest import EntryStatus
-from ...parallel import run_bounded
+from ...parallel import run_bounded, slices
 from ...statistic_names import (
     JOB_STAGE_CREATE_TARGET_DIRS,
     OP_CREATE_DIRECTORIES,
@@ -145,9 +145,8 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         the 2.7 s of a 10,000-partition job commit on local disk), so each unit holds a share of a worker's
         calls; where calls are slow, one call per unit keeps every thread of the pool busy."""
         if not self.capabilities.microsecond_calls:
-            return [items[index : index + 1] for index in range(len(items))]
-        size = max(1, min(_MAX_CALLS_PER_UNIT, len(items) // (4 * self.context.max_in_flight) + 1))
-        return [items[index : index + size] for index in range(0, len(items), size)]
+            return slices(items, 1)
+        return slices(items, max(1, min(_MAX_CALLS_PER_UNIT, len(items) // (4 * self.context.max_in_flight) + 1)))
 
     def _statuses(self, paths: list[str]) -> dict[str, FileStatus | None]:
         """What the store holds at each of ``paths``: ``None`` where nothing is.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -20,7 +20,7 @@ from ...entry_file import EntryFile, FilesToCommit, spill_prefix
 from ...errors import DuplicateDestinationError, JobStateError, ManifestError
 from ...iostatistics import IOStatisticsSnapshot
 from ...manifest import MANIFEST_SUFFIX, EntryStatus, FileColumns, TaskManifest
-from ...parallel import CALLS_A_BATCH, run_bounded
+from ...parallel import CALLS_A_BATCH, run_bounded, slices
 from ...statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
     JOB_STAGE_LOAD_MANIFESTS,
@@ -162,12 +162,15 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         # The pool's threads read; this one parses, as each read comes back: JSON parsing is under the GIL, where
         # threads would only contend (where a read takes microseconds, nothing goes to the pool at all).
         pool = None if self.capabilities.microsecond_calls else self.context.pool
-        batches = [manifests[start : start + CALLS_A_BATCH] for start in range(0, len(manifests), CALLS_A_BATCH)]
         try:
             with self.stats.track(OP_LOAD_ALL_MANIFESTS):
                 if pool is not None and self.capabilities.concurrent_calls:
                     run_bounded(
-                        pool, batches, self._read_batch, max_in_flight=self.context.max_in_flight, on_result=absorb_all
+                        pool,
+                        slices(manifests, CALLS_A_BATCH),
+                        self._read_batch,
+                        max_in_flight=self.context.max_in_flight,
+                        on_result=absorb_all,
                     )
                 else:
                     run_bounded(
@@ -199,7 +202,7 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
         self._check_listed(status)
         return status, self.read_bytes(status.path, OP_LOAD_MANIFEST)
 
-    def _read_batch(self, statuses: list[FileStatus]) -> list[tuple[FileStatus, bytes]]:
+    def _read_batch(self, statuses: Sequence[FileStatus]) -> list[tuple[FileStatus, bytes]]:
         for status in statuses:
             self._check_listed(status)
         contents = self.read_files([status.path for status in statuses], OP_LOAD_MANIFEST)

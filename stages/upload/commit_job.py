@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import JobStateError, ManifestError, OutputConflictError, OutputValidationError
 from ...iostatistics import DurationAccumulator
-from ...parallel import Outcome, run_bounded
+from ...parallel import Outcome, run_bounded, slices
 from ...protocols.upload.records import UploadPaths
 from ...statistic_names import (
     COMMITTER_BYTES_COMMITTED,
@@ -252,7 +252,7 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
                 self.complete_upload(upload)
             self.stats.increment(COMMITTER_COMMITS_COMPLETED)
 
-        def complete_batch(batch: list[tuple[str, PendingUpload]]) -> None:
+        def complete_batch(batch: Sequence[tuple[str, PendingUpload]]) -> None:
             together = [upload for _, upload in batch if upload.path not in in_the_way]
             durations = DurationAccumulator(OP_COMPLETE_UPLOAD)
             try:
@@ -273,9 +273,8 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
         # A batch's completions go out together, so io.threads bounds batches x their size: a quarter of the
         # threads' worth a batch, four batches at a time, never more calls in flight than io.threads.
         size = max(1, min(self.config.rename_batch_size, self.config.io_threads // BATCHES_IN_FLIGHT))
-        batches = [uploads[start : start + size] for start in range(0, len(uploads), size)]
         in_flight = max(1, self.config.io_threads // size)
-        run_bounded(self.context.pool, batches, complete_batch, max_in_flight=in_flight)
+        run_bounded(self.context.pool, slices(uploads, size), complete_batch, max_in_flight=in_flight)
 
     def _directories_at(self, keys: Iterable[str]) -> set[str]:
         """The ``keys`` where a directory is (objects below ``key/``): one listing per parent directory, on the
