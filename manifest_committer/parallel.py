@@ -148,10 +148,10 @@ class CallSlots:
 
     A batch takes what is free rather than waiting for all it wants (single calls would otherwise overtake a
     large batch for ever), but not less than ``1 / SMALLEST_SHARE`` of the slots (at most ``ENOUGH_FOR_A_BATCH``),
-    or all it wants if fewer: each
-    batch costs its thread a round trip, and batches that went out with the odd slot given back kept their units
-    renaming in step, all then writing their journal records at once while the slots stood idle (10,000 renames
-    at 256 slots: 353 batches, 203 of them under 16 calls; 16 % of the slots' time idle, 8 % with the share).
+    or all it wants if fewer: each batch costs its thread a round trip, and batches that went out with the odd
+    slot given back kept their units renaming in step, all then writing their journal records at once while the
+    slots stood idle (10,000 renames at 256 slots: 353 batches, 203 of them under 16 calls; 16 % of the slots'
+    time idle, 8 % with the share).
     A call made inside another on the same thread (a gate call that times a store call under a statistic of its
     own) goes out on the slots the outer one holds: waiting for a free one would wait for itself, and with every
     slot held so, every thread would wait for ever.
