@@ -60,9 +60,6 @@ class FilesToCommit(NamedTuple):
     etags: list[str | None]
     dest_urls: list[str]
 
-    def rows(self) -> list[FileToCommit]:
-        return list(map(FileToCommit, *self))
-
     @classmethod
     def of_rows(cls, rows: list[FileToCommit]) -> FilesToCommit:
         return cls(
