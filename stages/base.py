@@ -293,14 +293,10 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         per-batch accumulator and settles any error in its slow path through the calls above."""
         self._store.rename_file(source, dest)
 
-    def rename_dir_fast(self, source: str, dest: str) -> None:
-        """One untimed, unretried move of a tree, never onto anything (only where ``capabilities.directory_rename``):
-        the hot loop's move of a directory in place of its one file, settled as that file's rename."""
-        self._store.rename_dir(source, dest)
-
-    def list_dir_fast(self, path: str) -> list[FileStatus]:
-        """One untimed, unretried listing, for the hot loop beside ``rename_file_fast``."""
-        return self._store.list_dir(path)
+    def move_dir_holding_fast(self, source: str, name: str, dest: str) -> bool:
+        """One untimed, unretried ``StoreOperations.move_dir_holding``: the hot loop's move of a directory in place
+        of its one file, settled as that file's rename."""
+        return self._store.move_dir_holding(source, name, dest)
 
     def info_fast(self, path: str) -> FileStatus | None:
         """One untimed, unretried probe, for the hot loop beside ``rename_file_fast``."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import itertools
 import os
 import shutil
 import stat
@@ -180,6 +181,31 @@ class LocalStore(FsspecStore):
         directory there, so without ``RENAME_NOREPLACE`` the name is first claimed with ``mkdir``)."""
         if not os.path.isdir(source):
             raise FileNotFoundError(errno.ENOENT, "rename source is not a directory", source)
+        self._move_tree(source, dest)
+
+    def move_dir_holding(self, source: str, name: str, dest: str) -> bool:
+        """The directory opened without following a link, and read until a second entry shows: a directory of one
+        file costs an ``open``, its listing and the ``rename``, where the generic probe, listing with a ``stat``
+        an entry and ``rename_dir`` made six calls."""
+        try:
+            handle = os.open(source, _DIRECTORY_FLAGS)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError as error:
+            if error.errno == errno.ELOOP:  # a link: it would be moved as a link, out of the job
+                return False
+            raise
+        try:
+            with os.scandir(handle) as entries:
+                held = [(entry.name, entry.is_file(follow_symlinks=False)) for entry in itertools.islice(entries, 2)]
+        finally:
+            os.close(handle)
+        if held != [(name, True)]:
+            return False
+        self._move_tree(source, dest)
+        return True
+
+    def _move_tree(self, source: str, dest: str) -> None:
         if self._rename_noreplace(source, dest):
             return
         os.mkdir(dest)  # FileExistsError if taken; then the rename replaces only this empty directory of ours

@@ -207,6 +207,12 @@ class StoreOperations(Protocol):
         ``NotImplementedError`` elsewhere."""
         ...
 
+    def move_dir_holding(self, source: str, name: str, dest: str) -> bool:
+        """``rename_dir`` of ``source`` to ``dest`` if ``source`` is a directory, not a link, holding the file
+        ``name`` and nothing else; ``False``, with nothing moved, if it holds anything else or is gone. Errors are
+        ``rename_dir``'s. A job commit moves a directory of one file in whole this way (``directory_moves``)."""
+        ...
+
     def delete_file(self, path: str) -> bool:
         """Delete one file; ``False`` if nothing was there."""
         ...
@@ -414,6 +420,9 @@ class FsspecStore:
             f"{self.to_url(source)}: the {self.scheme} store cannot rename a directory in one call"
         )
 
+    def move_dir_holding(self, source: str, name: str, dest: str) -> bool:
+        return move_dir_holding_by_calls(self, source, name, dest)
+
     def delete_file(self, path: str) -> bool:
         """Delete one file; ``False`` if nothing was there."""
         try:
@@ -546,6 +555,21 @@ class FsspecStore:
 
     def _is_auth_error_here(self, error: BaseException) -> bool:
         return isinstance(error, PermissionError)
+
+
+def move_dir_holding_by_calls(store: StoreOperations, source: str, name: str, dest: str) -> bool:
+    """``StoreOperations.move_dir_holding`` made of the store's own probe, listing and ``rename_dir``."""
+    found = store.info(source)
+    if found is None or found.is_link or not found.is_dir:  # a link would be moved as a link, out of the job
+        return False
+    try:
+        held = store.list_dir(source)
+    except FileNotFoundError:
+        return False
+    if len(held) != 1 or held[0].is_dir or held[0].is_link or held[0].path.rstrip("/").rpartition("/")[2] != name:
+        return False
+    store.rename_dir(source, dest)
+    return True
 
 
 def renames_one_by_one(rename: Callable[[str, str], None], pairs: Sequence[tuple[str, str]]) -> list[Exception | None]:

@@ -19,6 +19,7 @@ from .operations import (
     StoreCapabilities,
     StoreOperations,
     calls_one_by_one,
+    move_dir_holding_by_calls,
     renames_one_by_one,
 )
 
@@ -104,6 +105,10 @@ class WrappingStore:
 
     def rename_dir(self, source: str, dest: str) -> None:
         self.around("rename_dir", f"{source} -> {dest}", lambda: self.inner.rename_dir(source, dest))
+
+    def move_dir_holding(self, source: str, name: str, dest: str) -> bool:
+        """Made of this wrapper's own calls, so that each passes ``around``."""
+        return move_dir_holding_by_calls(self, source, name, dest)
 
     def delete_file(self, path: str) -> bool:
         return bool(self.around("delete_file", path, lambda: self.inner.delete_file(path)))

@@ -341,18 +341,8 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
         (``directory_moves``); ``False``: it holds something else too, and the file is renamed as any other.
         Errors are those of a rename of the file: ``FileNotFoundError`` when the source is gone,
         ``FileExistsError`` when something took the destination's directory after the probe."""
-        source_dir = row.source.rpartition("/")[0]
-        found = self.info_fast(source_dir)
-        if found is None or found.is_link or not found.is_dir:  # a link would be moved as a link, out of the job
-            return False
-        try:
-            held = self.list_dir_fast(source_dir)
-        except FileNotFoundError:
-            held = []
-        if len(held) != 1 or held[0].is_dir or held[0].is_link or held[0].path != row.source:
-            return False
-        self.rename_dir_fast(source_dir, row.dest.rpartition("/")[0])
-        return True
+        source_dir, _, name = row.source.rpartition("/")
+        return self.move_dir_holding_fast(source_dir, name, row.dest.rpartition("/")[0])
 
     def _hint(self, row: FileToCommit) -> RenameHint:
         """What the job knows of a row's rename: the etag its task listed, and whether its destination is clear."""

@@ -10,6 +10,7 @@ import pytest
 
 from manifest_committer.store import open_store
 from manifest_committer.store.local import is_write_in_progress
+from manifest_committer.store.wrapping import WrappingStore
 
 
 def test_a_reader_never_sees_a_rewritten_file_empty_or_half_written(tmp_path: Path) -> None:
@@ -91,3 +92,45 @@ def test_a_directory_rename_moves_a_directory_only_and_never_lands_on_anything(t
     store.rename_dir(f"{root}/a", f"{root}/b")
     assert sorted(os.listdir(tmp_path)) == ["b", "file", "taken"]
     assert (tmp_path / "b" / "f").read_bytes() == b"x"
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["local", "composed"])
+def test_a_directory_moves_whole_only_while_it_holds_its_one_file_alone(tmp_path: Path, wrapped: bool) -> None:
+    """``move_dir_holding``: local disk's own calls and the one made of probe, listing and ``rename_dir`` (what
+    every wrapper runs) answer alike; nothing moves unless the directory holds that regular file and no more."""
+    local = open_store(str(tmp_path)).store
+    store = WrappingStore(local) if wrapped else local
+    root = str(tmp_path)
+
+    def directory(name: str, *children: str) -> str:
+        (tmp_path / name).mkdir()
+        for child in children:
+            (tmp_path / name / child).write_bytes(child.encode())
+        return f"{root}/{name}"
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "f").write_bytes(b"not the job's")
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    with_link = directory("with-link")
+    (tmp_path / "with-link" / "f").symlink_to(tmp_path / "elsewhere" / "f")
+    with_dir = directory("with-dir")
+    (tmp_path / "with-dir" / "f").mkdir()
+    (tmp_path / "taken").mkdir()
+    refused = {
+        "two files": directory("two", "f", "g"),
+        "another name": directory("other", "g"),
+        "empty": directory("empty"),
+        "a link to the file": with_link,
+        "a directory of the name": with_dir,
+        "the directory a link": f"{root}/link",
+        "missing": f"{root}/missing",
+    }
+    for why, source in refused.items():
+        assert not store.move_dir_holding(source, "f", f"{root}/moved"), why
+        assert not (tmp_path / "moved").exists(), why
+    one = directory("one", "f")
+    with pytest.raises(FileExistsError):
+        store.move_dir_holding(one, "f", f"{root}/taken")  # never onto anything, an empty directory included
+    assert store.move_dir_holding(one, "f", f"{root}/moved")
+    assert os.listdir(tmp_path / "moved") == ["f"] and not (tmp_path / "one").exists()
+    assert (tmp_path / "link").is_symlink() and os.listdir(tmp_path / "elsewhere") == ["f"]
