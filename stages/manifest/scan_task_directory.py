@@ -8,7 +8,12 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...admission import JobAdmission, declared_output_problem
+from ...admission import (
+    JobAdmission,
+    all_destination_relatives_admitted,
+    all_relatives_admitted,
+    declared_output_problem,
+)
 from ...errors import JobStateError, ManifestError
 from ...manifest import DirEntry, EntryStatus, FileEntry
 from ...statistic_names import (
@@ -182,17 +187,23 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 listings[directory] = {_name(child): child for child in children}
             return listings[directory]
 
-        def no_link_above(source_relative: str) -> None:
+        checked_dirs: set[str] = {""}
+
+        def no_link_above(source_dir: str) -> None:
             """A directory above a declared file that is a link would lead the rename outside the attempt."""
-            parent = root
-            for segment in source_relative.split("/")[:-1]:
-                status = children_of(parent).get(segment)
-                if status is not None and status.is_link:
-                    raise self._link_error(status, task_attempt_id)
-                parent = posixpath.join(parent, segment)
+            if source_dir in checked_dirs:
+                return
+            above, _, segment = source_dir.rpartition("/")
+            no_link_above(above)
+            status = children_of(f"{root}/{above}" if above else root).get(segment)
+            if status is not None and status.is_link:
+                raise self._link_error(status, task_attempt_id)
+            checked_dirs.add(source_dir)
 
         children_of(root)
-        # Declared paths are relative and checked (declared_output_problem): a join is a concatenation.
+        # Declared paths are relative and checked (declared_output_problem): a join is a concatenation. All are
+        # checked at once on their text first; path by path only to name one at fault.
+        admitted = all_relatives_admitted(list(outputs)) and all_destination_relatives_admitted(list(outputs.values()))
         admission = JobAdmission(self.paths)
         root_prefix, dest_prefix = admission.source_prefix(task_attempt_id), admission.dest_prefix
         files: list[FileEntry] = []
@@ -205,7 +216,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             source.rpartition("/")[0] for source in (outputs if self.capabilities.symbolic_links else ())
         )
         for source_relative, dest_relative in sorted(outputs.items(), key=lambda item: item[1]):
-            problem = declared_output_problem(source_relative, dest_relative)
+            problem = None if admitted else declared_output_problem(source_relative, dest_relative)
             if problem is not None:
                 raise ManifestError(f"task attempt {task_attempt_id}: declared {problem}")
             if dest_relative in claimed:
@@ -215,12 +226,10 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 )
             claimed[dest_relative] = source_relative
             source = root_prefix + source_relative
-            no_link_above(source_relative)
+            source_dir = source_relative.rpartition("/")[0]
+            no_link_above(source_dir)
             parent, _, name = source.rpartition("/")
-            if declared_in.get(source_relative.rpartition("/")[0]) == 1:
-                listed = probe(source)
-            else:
-                listed = children_of(parent).get(name)
+            listed = probe(source) if declared_in.get(source_dir) == 1 else children_of(parent).get(name)
             if listed is not None and listed.is_link:
                 raise self._link_error(listed, task_attempt_id)
             if listed is None or listed.is_dir:
