@@ -312,6 +312,24 @@ def test_a_symbolic_link_to_a_directory_is_refused(tmp_path: Path) -> None:
     assert (elsewhere / "victim.csv").read_bytes() == b"not the job's"
 
 
+def test_a_link_anywhere_above_a_declared_output_is_refused(tmp_path: Path) -> None:
+    """A link one or two directories up from a file declared beside others in real directories: found wherever
+    it lies on the way, though each directory on the way is checked once for all the files below it."""
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "sub").mkdir(parents=True)
+    (elsewhere / "sub" / "victim.csv").write_bytes(b"not the job's")
+    context = prepare(str(tmp_path / "out"), {"a/real/1.csv": b"1", "a/real/2.csv": b"2"})
+    root = context.paths.task_attempt_dir(ATTEMPT_ID)
+    os.symlink(elsewhere, os.path.join(root, "a", "linked"))
+    os.symlink(elsewhere, os.path.join(root, "top"))
+    real = {"a/real/1.csv": "a/1.csv", "a/real/2.csv": "a/2.csv"}
+    with pytest.raises(ManifestError, match="a/linked: symbolic link"):
+        scan_declared(context, {**real, "a/linked/sub/victim.csv": "a/3.csv"})
+    with pytest.raises(ManifestError, match="top: symbolic link"):
+        scan_declared(fresh(context), {**real, "top/sub/victim.csv": "a/3.csv"})
+    assert (elsewhere / "sub" / "victim.csv").read_bytes() == b"not the job's"
+
+
 def test_a_declared_output_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
     context = prepare(str(tmp_path / "out"), {"real.csv": b"1"})
     os.symlink(tmp_path / "anything", os.path.join(context.paths.task_attempt_dir(ATTEMPT_ID), "link.csv"))
