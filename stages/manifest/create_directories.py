@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -86,7 +85,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
 
     def execute(self, arguments: CreateDirectoriesArguments) -> CreateDirectoriesResult:
         directories = sorted(arguments.directories, key=lambda d: (d.level, d.path))
-        parents = {posixpath.dirname(d.path) for d in directories}
+        parents = {d.path.rpartition("/")[0] for d in directories}
         leaves = [d for d in directories if d.path not in parents and d.status != EntryStatus.DIR]
         if self.capabilities.real_directories:
             to_probe = self._with_ancestors(d.path for d in directories if d.status != EntryStatus.DIR)
@@ -116,7 +115,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         # A directory moved in needs its parent, which no mkdirs of a leaf below it makes now.
         to_create += [
             TargetDirectory(parent, parent.count("/"), EntryStatus.NOT_FOUND)
-            for parent in sorted({posixpath.dirname(path) for path in moved_in})
+            for parent in sorted({path.rpartition("/")[0] for path in moved_in})
             if parent in found and found[parent] is None
         ]
         created: list[str] = []
@@ -163,7 +162,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         if self.capabilities.real_directories:
             children: dict[str, list[str]] = {}
             for path in paths:
-                children.setdefault(posixpath.dirname(path), []).append(path)
+                children.setdefault(path.rpartition("/")[0], []).append(path)
             listed = [(parent, names) for parent, names in children.items() if len(names) > _PROBES_BEFORE_LISTING]
             if listed:
                 answered = {path for _, names in listed for path in names}
@@ -176,7 +175,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         def take(result: tuple[list[str], dict[str, FileStatus]]) -> None:
             wanted, shown = result
             for path in wanted:
-                status = shown.get(posixpath.basename(path))
+                status = shown.get(path.rpartition("/")[2])
                 if status is not None and status.is_link:
                     to_probe.append(path)
                 else:
@@ -193,7 +192,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
         """One listing of ``directory``, by name; empty when it is missing or not a directory (its own probe or
         listing reports what is there)."""
         try:
-            return {posixpath.basename(child.path.rstrip("/")): child for child in self.list_dir(directory)}
+            return {child.path.rstrip("/").rpartition("/")[2]: child for child in self.list_dir(directory)}
         except (FileNotFoundError, NotADirectoryError):
             return {}
 
@@ -218,7 +217,7 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
             current = path
             while current.startswith(below_dest) and current not in every:
                 every.add(current)
-                current = posixpath.dirname(current)
+                current = current.rpartition("/")[0]
         return sorted(every)
 
     def _delete_file_in_the_way(self, path: str) -> None:

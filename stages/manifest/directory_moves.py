@@ -14,7 +14,6 @@ holds exactly that file when the move is made (``RenameFilesStage``); anything e
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterable, Sequence
 
 from ...entry_file import EntryChunk
@@ -51,7 +50,7 @@ def movable_directories(
             else:
                 source_of[dest_dir] = source_dir
     root = paths.dest.rstrip("/")
-    parents = {posixpath.dirname(directory.path) for directory in directories}
+    parents = {directory.path.rpartition("/")[0] for directory in directories}
     return frozenset(
         dest_dir
         for dest_dir, source_dir in source_of.items()
