@@ -20,6 +20,8 @@ import orjson
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.manifest import MANIFEST_SUFFIX
+from manifest_committer.parallel import CALLS_A_BATCH
 from manifest_committer.paths import TRASH_DIR
 from manifest_committer.protocols.transactional.committer import TransactionalCommitter
 from manifest_committer.protocols.transactional.records import (
@@ -32,6 +34,7 @@ from manifest_committer.protocols.transactional.records import (
 from manifest_committer.store import StoreOperations
 from manifest_committer.store.faults import Fault, FaultInjectingStore
 from manifest_committer.store.wrapping import WrappingStore
+from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.committing import FAST, FaultCapture, StepRecorder, run_task, success_file, tree, write
 from tests.fixtures.stores import CORE_STORES, store_destination
 
@@ -599,6 +602,33 @@ def test_a_rerun_after_the_commit_point_counts_the_jobs_files_in_success(
         assert counters["committer_files_committed"] == 3
         assert counters["committer_bytes_committed"] == 6
         assert counters["committer_tasks_completed"] == 2
+
+
+def test_a_store_that_takes_batches_reads_the_manifests_a_batch_a_call(
+    tmp_path: Path, committers: list[TransactionalCommitter]
+) -> None:
+    """Where a store puts a batch of calls in flight at once (Azure, GCS), the job commit reads its manifests
+    ``CALLS_A_BATCH`` a call, not one a call, and commits every task."""
+    destination = str(tmp_path / "out")
+    committer = new_job(destination, committers)
+    tasks = CALLS_A_BATCH + 3
+    for index in range(tasks):
+        run_task(committer, f"task_{index}", f"attempt_{index}", {f"f{index}.csv": b"x" * index})
+    committer.close()
+    wrapped: list[InFlightTogether] = []
+
+    def together(inner: StoreOperations) -> StoreOperations:
+        wrapped.append(InFlightTogether(inner))
+        return wrapped[-1]
+
+    batching = TransactionalCommitter(destination, "job-1", config=FAST, store_wrapper=together)
+    committers.append(batching)
+    batching.commit_job()
+
+    manifests = [batch for store in wrapped for batch in store.read_batches if batch[0].endswith(MANIFEST_SUFFIX)]
+    assert sorted(len(batch) for batch in manifests) == [3, CALLS_A_BATCH]
+    assert success_file(batching).iostatistics.counters["committer_tasks_completed"] == tasks
+    assert sorted(readable(batching)) == sorted(f"f{index}.csv" for index in range(tasks))
 
 
 class _KilledInsideCleanup(WrappingStore):
