@@ -9,7 +9,8 @@ than 1,024 partitions per block). 20 rows per file (``--rows-per-file``).
 Own writers (unsafe: straight to the final paths): ``pyarrow.dataset.write_dataset(partitioning=["p"], flavor
 hive)`` fed the same record batch reader as the committer's task, Polars ``write_parquet(partition_by="p")``
 (and, on local disk, Polars' sink through a ``file_path_provider`` naming files as Polars does: the extension point
-the committer's task uses where it cannot let Polars name the files, without the committer),
+the committer's task uses where it cannot let Polars name the files, without the committer; and Polars' own sink
+followed by nothing but the system calls the committer's route makes, in bare loops: the floor of that route),
 Dask ``to_parquet(partition_on=["p"])`` (threads scheduler), Ray ``write_parquet(partition_cols=["p"])`` (2 CPUs).
 Through the committer: ``manifest_committer.<framework>.write(partition_by=["p"], protocol="manifest")``.
 
@@ -242,9 +243,42 @@ def writers(
 
             frame.lazy().sink_parquet(pl.PartitionBy(url, key="p", include_key=False, file_path_provider=provide))
 
+        def own_sink_and_commit_calls(url: str) -> None:
+            """The floor: Polars' own sink into an attempt directory, then only the system calls the committer's
+            promises need on its own route, in bare loops (no manifest, no journal, no Python beyond the loops):
+            each file renamed in place to a unique name, the attempt directory listed for links, each file
+            probed, each directory opened without following a link and listed, then moved into the destination."""
+            attempt = f"{url}/_temporary/attempt"
+            os.makedirs(attempt)
+            sinked: list[str] = []
+            frame.lazy().sink_parquet(
+                pl.PartitionBy(attempt, key="p", include_key=False, approximate_bytes_per_file=None),
+                sinked_paths_callback=lambda args: sinked.extend(path.path for path in args.paths),
+            )
+            named = []
+            for number, path in enumerate(sinked):
+                directory = path.rpartition("/")[0]
+                unique = f"{directory}/part-00000-floor-a0-c{number:03d}.parquet"
+                os.rename(path, unique)
+                named.append((directory, unique))
+            with os.scandir(attempt) as entries:
+                links = [entry.name for entry in entries if entry.is_symlink()]
+            sizes = [os.lstat(unique).st_size for _, unique in named]
+            assert not links and len(sizes) == len(sinked)
+            cut = len(attempt) + 1
+            for directory, _ in named:
+                handle = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+                with os.scandir(handle) as entries:
+                    held = [(entry.name, entry.is_file(follow_symlinks=False)) for entry in entries]
+                os.close(handle)
+                assert len(held) == 1
+                os.rename(directory, f"{url}/{directory[cut:]}")
+
         return {
             "own": own_polars,
-            **({} if slow else {"own, file_path_provider": own_with_provider}),  # under latency "own" has one
+            # under latency "own" has a provider; the floor is of local disk only
+            **({} if slow else {"own, file_path_provider": own_with_provider}),
+            **({} if slow else {"own sink + the commit's system calls": own_sink_and_commit_calls}),
             "committer": lambda url: mcp.write(frame, url, partition_by=["p"], protocol="manifest"),
         }
     if framework == "dask":
