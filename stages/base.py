@@ -15,7 +15,7 @@ from ..background import BackgroundWork
 from ..config import CommitterConfig
 from ..errors import CommitterError, JobStateError, UnsupportedStoreError
 from ..iostatistics import StatisticsStore, elapsed_ms
-from ..parallel import CallSlots
+from ..parallel import CALLS_A_BATCH, CallSlots, run_bounded, slices
 from ..paths import JobPaths
 from ..retry import DEFINITE_ERRORS, RetryPolicy
 from ..statistic_names import (
@@ -226,6 +226,34 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         return self._each_in_slots(
             paths, self._store.read_files, statistic, lambda path: self.read_bytes(path, statistic), "reads"
         )
+
+    def read_each(
+        self, items: Sequence[T], path_of: Callable[[T], str], statistic: str, on_read: Callable[[T, bytes], None]
+    ) -> None:
+        """Read the file of every item: on the job's pool, or in this thread where calls take microseconds; a call
+        (and a thread) for every ``CALLS_A_BATCH`` where the store puts a batch in flight at once
+        (``concurrent_calls``). ``on_read(item, data)`` runs in this thread as each read comes back: parsing is
+        under the GIL, where the pool's threads would only contend."""
+        pool = None if self.capabilities.microsecond_calls else self.context.pool
+        in_flight = self.context.max_in_flight
+        if pool is not None and self.capabilities.concurrent_calls:
+
+            def read_batch(batch: Sequence[T]) -> list[tuple[T, bytes]]:
+                return list(zip(batch, self.read_files([path_of(item) for item in batch], statistic), strict=True))
+
+            def take_batch(reads: list[tuple[T, bytes]]) -> None:
+                for item, data in reads:
+                    on_read(item, data)
+
+            run_bounded(pool, slices(items, CALLS_A_BATCH), read_batch, max_in_flight=in_flight, on_result=take_batch)
+        else:
+            run_bounded(
+                pool,
+                items,
+                lambda item: (item, self.read_bytes(path_of(item), statistic)),
+                max_in_flight=in_flight,
+                on_result=lambda read: on_read(*read),
+            )
 
     def _each_in_slots(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -20,7 +20,6 @@ from ...entry_file import EntryFile, FilesToCommit, spill_prefix
 from ...errors import DuplicateDestinationError, JobStateError, ManifestError
 from ...iostatistics import IOStatisticsSnapshot
 from ...manifest import MANIFEST_SUFFIX, EntryStatus, FileColumns, TaskManifest
-from ...parallel import CALLS_A_BATCH, run_bounded, slices
 from ...statistic_names import (
     COMMITTER_TASK_MANIFEST_FILE_SIZE,
     JOB_STAGE_LOAD_MANIFESTS,
@@ -155,31 +154,16 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             result.task_attempt_ids.append(loaded.task_attempt_id)
             result.manifest_bytes += loaded.size
 
-        def absorb_all(reads: list[tuple[FileStatus, bytes]]) -> None:
-            for read in reads:
-                absorb(self._parse(*read))
-
-        # The pool's threads read; this one parses, as each read comes back: JSON parsing is under the GIL, where
-        # threads would only contend (where a read takes microseconds, nothing goes to the pool at all).
-        pool = None if self.capabilities.microsecond_calls else self.context.pool
         try:
             with self.stats.track(OP_LOAD_ALL_MANIFESTS):
-                if pool is not None and self.capabilities.concurrent_calls:
-                    run_bounded(
-                        pool,
-                        slices(manifests, CALLS_A_BATCH),
-                        self._read_batch,
-                        max_in_flight=self.context.max_in_flight,
-                        on_result=absorb_all,
-                    )
-                else:
-                    run_bounded(
-                        pool,
-                        manifests,
-                        self._read_one,
-                        max_in_flight=self.context.max_in_flight,
-                        on_result=lambda read: absorb(self._parse(*read)),
-                    )
+                for status in manifests:
+                    self._check_listed(status)
+                self.read_each(
+                    manifests,
+                    lambda status: status.path,
+                    OP_LOAD_MANIFEST,
+                    lambda status, data: absorb(self._parse(status, data)),
+                )
             self._no_destination_twice(entry_file, dest_hashes)
         except BaseException:
             entry_file.close()
@@ -197,16 +181,6 @@ class LoadManifestsStage(Stage[LoadManifestsArguments, LoadManifestsResult]):
             len(result.directories),
         )
         return result
-
-    def _read_one(self, status: FileStatus) -> tuple[FileStatus, bytes]:
-        self._check_listed(status)
-        return status, self.read_bytes(status.path, OP_LOAD_MANIFEST)
-
-    def _read_batch(self, statuses: Sequence[FileStatus]) -> list[tuple[FileStatus, bytes]]:
-        for status in statuses:
-            self._check_listed(status)
-        contents = self.read_files([status.path for status in statuses], OP_LOAD_MANIFEST)
-        return list(zip(statuses, contents, strict=True))
 
     def _check_listed(self, status: FileStatus) -> None:
         if status.is_dir or status.size == 0:

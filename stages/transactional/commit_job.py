@@ -23,7 +23,7 @@ from itertools import repeat
 from ...admission import all_destination_relatives_admitted, check_manifest_ids, destination_relative_problem
 from ...errors import JobStateError, ManifestError, OutputValidationError
 from ...manifest import MANIFEST_SUFFIX, TaskManifest
-from ...parallel import CALLS_A_BATCH, Outcome, run_bounded, run_together, slices
+from ...parallel import Outcome, run_bounded, run_together
 from ...paths import HIDDEN_PREFIXES
 from ...protocols.transactional.records import (
     TID_SEPARATOR,
@@ -157,32 +157,12 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                     )
                 statuses = [by_attempt[accepted[task]] for task in sorted(accepted)]
             loaded: list[tuple[_Loaded, FileStatus]] = []
-
-            def parse_all(reads: list[tuple[FileStatus, bytes]]) -> None:
-                loaded.extend((self._parse(transaction, status, data, accepted), status) for status, data in reads)
-
-            pool = self.context.pool
-            if pool is not None and self.capabilities.concurrent_calls and not self.capabilities.microsecond_calls:
-                # A call (and a thread) for every CALLS_A_BATCH manifests, where the store puts them in flight at
-                # once (Azure, GCS); each batch parsed in this thread as it comes back, as the manifest protocol's.
-                run_bounded(
-                    pool,
-                    slices(statuses, CALLS_A_BATCH),
-                    self._read_batch,
-                    max_in_flight=self.context.max_in_flight,
-                    on_result=parse_all,
-                )
-            else:
-                run_bounded(
-                    pool,
-                    statuses,
-                    lambda status: (
-                        self._parse(transaction, status, self.read_bytes(status.path, OP_LOAD_MANIFEST), accepted),
-                        status,
-                    ),
-                    max_in_flight=self.context.max_in_flight,
-                    on_result=loaded.append,
-                )
+            self.read_each(
+                statuses,
+                lambda status: status.path,
+                OP_LOAD_MANIFEST,
+                lambda status, data: loaded.append((self._parse(transaction, status, data, accepted), status)),
+            )
         first: dict[str, _Loaded] = {}
         for manifest, _ in sorted(
             loaded,
@@ -204,10 +184,6 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
                     )
                 seen[relative] = manifest.task_id
         return sorted(first.values(), key=lambda manifest: manifest.task_id)
-
-    def _read_batch(self, statuses: Sequence[FileStatus]) -> list[tuple[FileStatus, bytes]]:
-        contents = self.read_files([status.path for status in statuses], OP_LOAD_MANIFEST)
-        return list(zip(statuses, contents, strict=True))
 
     def _parse(
         self, transaction: TransactionPaths, status: FileStatus, data: bytes, accepted: Mapping[str, str] | None
