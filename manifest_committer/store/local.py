@@ -187,9 +187,9 @@ class LocalStore(FsspecStore):
         self._move_tree(source, dest)
 
     def move_dir_holding(self, source: str, name: str, dest: str) -> bool:
-        """The directory opened without following a link, and read until a second entry shows: a directory of one
-        file costs an ``open``, its listing and the ``rename``, where the generic probe, listing with a ``stat``
-        an entry and ``rename_dir`` made six calls."""
+        """The directory opened without following a link and read until a second entry shows, then renamed: no
+        probe before the listing, no ``stat`` of its entry, no second probe before the rename, where the version
+        made of ``info``, ``list_dir`` and ``rename_dir`` makes all three."""
         try:
             handle = os.open(source, _DIRECTORY_FLAGS)
         except (FileNotFoundError, NotADirectoryError):
