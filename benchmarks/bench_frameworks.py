@@ -255,6 +255,7 @@ def writers(
                 pl.PartitionBy(attempt, key="p", include_key=False, approximate_bytes_per_file=None),
                 sinked_paths_callback=lambda args: sinked.extend(path.path for path in args.paths),
             )
+            calls_start = time.perf_counter()
             named = []
             for number, path in enumerate(sinked):
                 directory = path.rpartition("/")[0]
@@ -273,6 +274,7 @@ def writers(
                 os.close(handle)
                 assert len(held) == 1
                 os.rename(directory, f"{url}/{directory[cut:]}")
+            FLOOR_CALLS_SECONDS.append(time.perf_counter() - calls_start)
 
         return {
             "own": own_polars,
@@ -313,6 +315,10 @@ def writers(
         "own": lambda url: dataset.write_parquet(url, partition_cols=["p"], filesystem=filesystem),
         "committer": lambda url: mcr.write(dataset, url, partition_by=["p"], protocol="manifest"),
     }
+
+
+FLOOR_CALLS_SECONDS: list[float] = []
+"""The Polars floor's system calls after its sink, a run each: the part of the floor no sink can hide."""
 
 
 def measure_round(measured: dict[str, Callable[[str], Any]], root: str, number: int) -> dict[str, float]:
@@ -364,6 +370,18 @@ def report_ratios(results: list[Result]) -> None:
         print(f"  ratio committer/{result.own}: {each}{median}", flush=True)
 
 
+def report_floor_calls(rounds: list[dict[str, float]]) -> None:
+    """How long the floor's system calls took after its sink, against the own write of the same round."""
+    if not FLOOR_CALLS_SECONDS:
+        return
+    shares = [calls / times["own"] for calls, times in zip(FLOOR_CALLS_SECONDS, rounds, strict=True)]
+    print(
+        f"  the floor's system calls after its sink: {statistics.median(FLOOR_CALLS_SECONDS):.2f} s median, "
+        f"{', '.join(f'{share:.2f}' for share in shares)} of own; median {statistics.median(shares):.2f}",
+        flush=True,
+    )
+
+
 def print_table(results: list[Result], latency: float) -> None:
     """The results as BENCHMARKS.md's table: medians of the rounds, with the framework versions that ran."""
     where = f"local disk, {latency * 1000:g} ms a call" if latency else "local disk"
@@ -405,9 +423,11 @@ def main() -> None:
             for name, write in writers(framework, small, tasks, slow, whole_table).items():
                 timed(write, root, f"warm-up {name}")  # a twentieth of the files: imports, caches, Ray's workers
             measured = writers(framework, data, tasks, slow, whole_table)
+            FLOOR_CALLS_SECONDS.clear()
             rounds = [measure_round(measured, root, number) for number in range(args.repeat)]
             results.extend(results_of(framework, rounds))
             report_ratios(results_of(framework, rounds))
+            report_floor_calls(rounds)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print_table(results, args.latency)
