@@ -2,7 +2,8 @@
 
 A commit allocates a few objects a file (statuses, entries, paths), none of them in a cycle. Each such burst
 of allocations sets off the cyclic collector, whose passes over the oldest generation walk every tracked object
-of the process, the caller's included: over 10,000 files on local disk that took 0.2 s of a 0.8 s commit.
+of the process, the caller's included: 0.08 to 0.19 s of a Polars write of 10,000 files went to its passes,
+0.015 s with the pause (timed with ``gc.callbacks``).
 Reference counting still frees everything at once; only cycles wait for the collector to resume.
 """
 
