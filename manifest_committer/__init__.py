@@ -18,11 +18,15 @@ from .errors import (
     MarkerServerError,
     OutputConflictError,
     OutputValidationError,
+    SourceChangedError,
     UnsupportedStoreError,
+    UploadOutcomeUnknownError,
+    WorkerProcessError,
 )
 from .iostatistics import IOStatisticsSnapshot, MeanStatistic
 from .manifest import DirEntry, EntryStatus, FileEntry, TaskManifest
 from .operate.rollback import RolledBack, rollback
+from .operate.transactional import PartlyFailedError
 from .protocols.base import TaskAttempt
 from .protocols.manifest.committer import ManifestCommitter
 from .protocols.names import ProtocolName
@@ -35,6 +39,8 @@ from .store.generic import fsspec_store_binding
 from .store.operations import StoreCapabilities
 from .store.registry import register_store_binding
 from .success_data import SuccessData
+from .writing.dataset_output import SchemaConflictError
+from .writing.job import DestinationExistsError, TaskResultError
 
 __version__ = "0.1.0"
 
@@ -44,6 +50,7 @@ __all__ = [
     "CommitterConfig",
     "CommitterError",
     "ConfigError",
+    "DestinationExistsError",
     "DirEntry",
     "DuplicateDestinationError",
     "EntryStatus",
@@ -59,16 +66,22 @@ __all__ = [
     "OpenedStore",
     "OutputConflictError",
     "OutputValidationError",
+    "PartlyFailedError",
     "ProtocolName",
     "RolledBack",
+    "SchemaConflictError",
+    "SourceChangedError",
     "StoreBinding",
     "StoreCapabilities",
     "SuccessData",
     "TaskAttempt",
     "TaskManifest",
+    "TaskResultError",
     "TransactionalCommitter",
     "UnsupportedStoreError",
     "UploadCommitter",
+    "UploadOutcomeUnknownError",
+    "WorkerProcessError",
     "__version__",
     "committed_files",
     "create_committer",

@@ -17,6 +17,10 @@ Hierarchy::
     ├── UnsupportedStoreError         the store cannot give the guarantees the protocol needs
     └── WorkerProcessError            a worker process of a job commit (io.processes) failed to start or died
 
+Errors of one surface are defined beside it and exported from ``manifest_committer`` all the same:
+``DestinationExistsError`` and ``TaskResultError`` (the writers), ``SchemaConflictError`` (a task's tables that
+cannot share a schema), ``PartlyFailedError`` (a command over a destination that did part of its work).
+
 Errors of the filesystem itself (``FileNotFoundError``, ``PermissionError``, backend errors) pass through
 unchanged unless the committer can add which path or task they concern.
 """
