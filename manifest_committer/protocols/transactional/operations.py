@@ -159,8 +159,10 @@ def _what_would_happen(
     state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(manifests)} manifests)"
     if transaction.committed:
         return (
-            f"finish _SUCCESS and the cleanup only: _committed_{transaction.tid} is in place (the job is committed)",
-            f"keep the output (the job is committed) and {state}",
+            f"finish the directories' records, _SUCCESS and the cleanup only: _committed_{transaction.tid} is in "
+            "place (the job is committed)",
+            f"keep the output (the job is committed), write the directories' records a killed commit left out, "
+            f"and {state}",
         )
     count = "an unknown number of" if markers is None or markers.error is not None else f"{markers.markers:,}"
     alive = ""
