@@ -105,7 +105,8 @@ class TransactionalOperations:
                 lines.append(f"  warning: {warning}")
             if plan.committed:
                 lines.append(
-                    f"  keep the output: the job is committed ({store.to_url(transaction.committed)} in place)"
+                    f"  keep the output: the job is committed ({store.to_url(transaction.committed)} in place), "
+                    "and write the directories' records a killed commit left out"
                 )
             else:
                 lines.append(f"  delete {len(plan.deleted):,} data files its write markers name:")

@@ -12,7 +12,9 @@ records alone (``protocols/transactional/records.py``):
 
 Records are read only at the URL and below it, never above: a directory above a table may be writable by
 anyone (``/tmp``), and a record planted there must not decide what the table holds. A record is applied only to
-files in its own directory and below. ``vacuum`` first learns which jobs are alive (as ``rollback`` decides,
+files in its own directory and below. A job commit writes one into every directory it writes into (``records.py``),
+so a partition's URL is judged by the records beside its files; a file the records of several levels name (its
+directory's and the root's) is one file. ``vacuum`` first learns which jobs are alive (as ``rollback`` decides,
 ``markers/heartbeat.py``), then reads the table; it deletes, once older than the retention, tid-bearing files
 that are not committed and tid-bearing files listed as removed (the record that removed them older than the
 retention too, so a reader that started before the overwrite can finish); never a committed file, never a file

@@ -26,6 +26,7 @@ from manifest_committer.operate.status import inspect_destination
 from manifest_committer.protocols.transactional.committer import TransactionalCommitter
 from manifest_committer.protocols.transactional.records import TransactionPaths, committed_record_name, transaction_id
 from manifest_committer.store import StoreOperations, open_store
+from manifest_committer.store.faults import Fault, FaultInjectingStore
 from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.committing import FAST, run_task, task_side_name, tree, write
 from tests.fixtures.stores import STORE_MARKS, store_destination
@@ -344,3 +345,66 @@ def test_records_name_files_relative_to_their_own_directory(
     assert [posixpath.dirname(name) for name in document["added"]] == [""]
     assert readable(committer.destination_url + "/dt=1/hour=3") == ["a.csv"]
     assert readable(committer.destination_url + "/dt=1") == ["hour=3/a.csv"]
+
+
+# --- a commit that died between the root's record and a directory's ---------------------------------------------
+
+
+@pytest.mark.parametrize("then", ["rerun", "abort"])
+def test_a_commit_failed_after_the_root_record_is_finished_for_each_partition_by_a_rerun_or_an_abort(
+    table: str, committers: list[TransactionalCommitter], then: str
+) -> None:
+    """The root's record is the commit point: a commit that failed before ``dt=2``'s record leaves the table
+    committed, and ``dt=2`` read alone as before the job (the commit seen late, never early). A fresh committer's
+    rerun, or its abort (which keeps a committed job's output), writes the missing record."""
+    earlier = new_job(table, committers, "job-0")
+    run_task(earlier, "task_0", "attempt_0", {"dt=2/earlier.csv": b"earlier"})
+    earlier.commit_job()
+    writer = new_job(table, committers, "job-1")
+    run_task(writer, "task_0", "attempt_0", {"dt=1/a.csv": b"a", "dt=2/b.csv": b"b"})
+    writer.close()
+    dies = Fault("write_bytes", f"dt=2/{committed_record_name(writer.tid)}", error=lambda: PermissionError("killed"))
+    dying = TransactionalCommitter(
+        table, "job-1", config=FAST, store_wrapper=lambda inner: FaultInjectingStore(inner, [dies])
+    )
+    committers.append(dying)
+    with pytest.raises(PermissionError):
+        dying.commit_job()
+    root = writer.destination_url
+
+    assert readable(root) == ["dt=1/a.csv", "dt=2/b.csv", "dt=2/earlier.csv"], "committed: the root's record"
+    assert readable(root + "/dt=2") == ["earlier.csv"], "as before the job"
+    assert mc.vacuum(root + "/dt=2", 0.0, now=time.time() + 5) == [], "the root's record above keeps b.csv"
+    fresh = TransactionalCommitter(table, "job-1", config=FAST)
+    committers.append(fresh)
+    if then == "rerun":
+        fresh.commit_job()
+    else:
+        assert fresh.abort_job().committed
+
+    assert readable(root + "/dt=2") == ["b.csv", "earlier.csv"]
+    assert readable(root + "/dt=1") == ["a.csv"]
+    assert not any(path.startswith("_temporary/job-1") for path in tree(writer))
+
+
+def test_an_abort_before_the_commit_point_deletes_a_partition_record_of_its_tid(
+    table: str, committers: list[TransactionalCommitter]
+) -> None:
+    """A record of the job's tid in a partition without the root's (left by hand) goes with the job's files:
+    else a later job of the same id, whose attempts name their files alike, would be read there before its
+    commit."""
+    job = new_job(table, committers, "job-1")
+    run_task(job, "task_0", "attempt_0", {"dt=1/a.csv": b"a"})
+    assert readable(job.destination_url + "/dt=1") == []
+    path = next(p for p in tree(job) if p.startswith("dt=1/") and "-tid-" in p)
+    stray = TransactionPaths(job.paths).committed_in("dt=1")
+    job.store.write_bytes(stray, orjson.dumps({"added": [path.removeprefix("dt=1/")], "removed": []}))
+    assert readable(job.destination_url + "/dt=1") == ["a.csv"]
+    job.close()
+
+    TransactionalCommitter(table, "job-1", config=FAST).abort_job()
+
+    assert job.store.info(stray) is None
+    again = new_job(table, committers, "job-1")
+    run_task(again, "task_0", "attempt_0", {"dt=1/a.csv": b"a again"})
+    assert readable(again.destination_url + "/dt=1") == [], "not before its commit"
