@@ -240,9 +240,9 @@ def _spare_tids_committed_above(
     """``doomed`` less the files without a record of their tid in their own directory whose tid has a
     ``_committed_<tid>`` in a directory above the URL: vacuum of one partition must not delete what the table's
     record commits (a table whose directories have no records of their own, or a commit killed before it wrote
-    them). Only whether such a record exists is asked, never what it holds, so a
-    record planted above can keep debris but never delete a file or make one readable; ``removed`` files above
-    are the table's vacuum's business."""
+    them). Only whether such a record exists is asked, never what it holds, so a record planted above can keep
+    debris but never delete a file or make one readable; ``removed`` files above are the table's vacuum's
+    business."""
     root = table.root
     unjudged = [status for status in doomed if not _judged_here(table, status)]
     tids = {parsed.tid for parsed in map(_tid_of, unjudged) if parsed is not None}
