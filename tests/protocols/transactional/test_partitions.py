@@ -384,7 +384,7 @@ def test_a_commit_failed_after_the_root_record_is_finished_for_each_partition_by
 
     assert readable(root + "/dt=2") == ["b.csv", "earlier.csv"]
     assert readable(root + "/dt=1") == ["a.csv"]
-    assert not any(path.startswith("_temporary/job-1") for path in tree(writer))
+    assert not any(path.startswith("_temporary/job-1") for path in tree(earlier))
 
 
 def test_an_abort_before_the_commit_point_deletes_a_partition_record_of_its_tid(
@@ -402,9 +402,11 @@ def test_an_abort_before_the_commit_point_deletes_a_partition_record_of_its_tid(
     assert readable(job.destination_url + "/dt=1") == ["a.csv"]
     job.close()
 
-    TransactionalCommitter(table, "job-1", config=FAST).abort_job()
+    aborting = TransactionalCommitter(table, "job-1", config=FAST)
+    committers.append(aborting)
+    aborting.abort_job()
 
-    assert job.store.info(stray) is None
+    assert aborting.store.info(stray) is None
     again = new_job(table, committers, "job-1")
     run_task(again, "task_0", "attempt_0", {"dt=1/a.csv": b"a again"})
     assert readable(again.destination_url + "/dt=1") == [], "not before its commit"
