@@ -12,12 +12,14 @@ from typing import Any
 from ...markers.layout import MarkerPaths, batched_file_index
 from ...parallel import run_bounded
 from ...paths import JobPaths
-from ...protocols.transactional.records import TransactionPaths, parse_data_file_name
+from ...protocols.transactional.records import TransactionPaths, TransactionRecord, parse_data_file_name
 from ...statistic_names import JOB_STAGE_ABORT, OP_DELETE_FILE_UNDER_DESTINATION
 from ...store import LinkInPathError
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job
+from ..journal import committed_summary
 from ..marker_reads import read_job_markers, skipped_diagnostics
+from .directory_records import delete_directory_records, write_directory_records
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,10 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
     ``MARKERS`` line naming another job's committed file, another tool's file or a path outside the destination
     is skipped and reported (``skipped``), and a file behind a symbolic link out of the destination is never
     deleted. Safe to repeat after a kill at any point: what is gone stays gone, what is left is found again
-    through the markers. After the commit point (``_committed_<tid>`` in place) the output stays.
+    through the markers. A ``_committed_<tid>`` of this job in one of their directories goes first (written by
+    hand or crafted: a job commit writes them after the root's only). After the commit point (the root's
+    ``_committed_<tid>`` in place) the output stays, and the directories' records a killed commit had not written
+    yet are written.
     """
 
     name = JOB_STAGE_ABORT
@@ -65,12 +70,16 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
         transaction = TransactionPaths(self.paths)
         if self.info(transaction.committed) is not None:
             log.info("%s: job %s is committed; keeping its output", self.name, self.paths.job_id)
-            return TransactionalAbortJobResult(True, (), None if arguments.dry_run else self._cleanup())
+            if arguments.dry_run:
+                return TransactionalAbortJobResult(True, (), None)
+            self._finish_directory_records(transaction)
+            return TransactionalAbortJobResult(True, (), self._cleanup())
         named = marker_named_relatives(self, transaction)
         targets = [transaction.data_path(relative) for relative in sorted(named.relatives)]
         if arguments.dry_run:
             present = [path for path in targets if self.info(path) is not None]
             return TransactionalAbortJobResult(False, tuple(self.to_url(p) for p in present), None, named.skipped)
+        delete_directory_records(self, transaction, named.relatives)  # first: no reader takes a file for committed
         outcome = delete_named_files(self, targets)
         remove_emptied_directories(self, outcome.followed)  # also those an earlier, killed abort emptied
         self.delete_file(transaction.started)
@@ -85,6 +94,19 @@ class TransactionalAbortJobStage(Stage[TransactionalAbortJobArguments, Transacti
             len(skipped),
         )
         return TransactionalAbortJobResult(False, tuple(self.to_url(p) for p in outcome.deleted), cleanup, skipped)
+
+    def _finish_directory_records(self, transaction: TransactionPaths) -> None:
+        """A commit killed between its commit point and ``commit-finished`` may have left directories without
+        their record: write them from the root's, as a rerun would, so that the output kept is readable from each
+        partition too. Not once the job's state is gone (its commit finished) or its summary is in place."""
+        if self.info(self.paths.job_attempt_dir) is None or committed_summary(self) is not None:
+            return
+        url = self.to_url(transaction.committed)
+        record = TransactionRecord.from_json(self.read_bytes(transaction.committed), url)
+        if record.job_id not in (None, self.paths.job_id):
+            log.warning("%s: %s was written by job %s: writing no records from it", self.name, url, record.job_id)
+            return
+        write_directory_records(self, transaction, record)
 
     def _cleanup(self) -> CleanupResult:
         return clean_up_job(self, suppress_errors=False)

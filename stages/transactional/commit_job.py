@@ -5,11 +5,14 @@ its summary; (2) load the accepted attempts' manifests (one per attempt; without
 saved of each task) and admit what they name (this job's tid, the manifest's own attempt tag, inside the
 destination); (3) write ``commit-started`` (the accepted attempts, so a late task
 commit fails rather than report success); (4) delete every file the job's markers name that no accepted
-manifest lists: the files of failed, superseded and speculative attempts; (5) write ``_committed_<tid>`` with
-``added`` and ``removed``: the commit point, one small file; (6) ``_SUCCESS`` and ``commit-finished``; (7) cleanup.
+manifest lists: the files of failed, superseded and speculative attempts; (5) write ``_committed_<tid>`` at the
+destination's root with ``added`` and ``removed``: the commit point, one small file; (6) the same record in every
+other directory holding a file added or removed, listing that directory's files (``directory_records.py``); (7)
+``_SUCCESS`` and ``commit-finished``; (8) cleanup.
 
-A kill before (5) leaves the job uncommitted (a rerun redoes 2-7, an abort deletes every marker-named file); a
-kill after it leaves the job committed (a rerun finishes 6-7, an abort keeps the output).
+A kill before (5) leaves the job uncommitted (a rerun redoes 2-8, an abort deletes every marker-named file); a
+kill after it leaves the job committed (a rerun finishes 6-8, an abort writes the missing records of 6 and keeps
+the output).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from ..cleanup import CleanupResult, clean_up_job, summary_in_trash
 from ..journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
 from ..marker_reads import skipped_diagnostics
 from .abort_job import delete_named_files, marker_named_relatives, remove_emptied_directories
+from .directory_records import write_directory_records
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +130,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         removed = self._removed(arguments.removed, set(added))
         record = TransactionRecord(tuple(sorted(added)), tuple(removed), self.paths.job_id)
         self.write_bytes(transaction.committed, record.to_json())  # the commit point
+        write_directory_records(self, transaction, record)
         self.stats.set_counter(COMMITTER_FILES_COMMITTED, len(added))
         self.stats.set_counter(COMMITTER_BYTES_COMMITTED, sum(added.values()))
         self.stats.set_counter(COMMITTER_TASKS_COMPLETED, len(loaded))
@@ -322,7 +327,9 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             self._recount(transaction, record.added)
             success = self._summary(sorted(record.added))
             if self.info(self.paths.job_attempt_dir) is not None:
-                self._publish(success)  # killed between the commit point and commit-finished
+                # Killed between the commit point and commit-finished: the directories' records may be missing.
+                write_directory_records(self, transaction, record)
+                self._publish(success)
             # Else the job finished long ago and its state is gone: a later job's _SUCCESS may be in place now,
             # and must not be replaced by this one's.
         log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)

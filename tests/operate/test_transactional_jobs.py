@@ -185,7 +185,7 @@ def test_status_shows_protocol_markers_driver_and_record_and_counts_the_files(
     assert gone["would_abort"].startswith("delete the data files its 1 write markers name")
     committed = attempt_of(document, "kept")
     assert committed["transaction"]["committed"] is True
-    assert committed["would_commit"].startswith("finish _SUCCESS and the cleanup only")
+    assert committed["would_commit"].startswith("finish the directories' records, _SUCCESS and the cleanup only")
     # a.csv and d.csv belong to jobs not committed; k.csv is committed, other-tool.csv has no tid
     assert document["data_files"] == {
         "committed": 2,
@@ -289,7 +289,8 @@ def test_commit_of_a_transactional_job_writes_its_record_and_deletes_the_loser(
     assert sorted(url.rsplit("/", 1)[1].split("-tid-")[0] for url in committed) == ["one", USER_FILE[0], "zero"]
     assert sorted(Path(url.removeprefix("file://")).read_bytes() for url in committed) == [b"0", b"1", USER_FILE[1]]
     assert len(data_names(dest)) == 3, "the losing attempt's file is gone"
-    assert Path(dest, "p=1").is_dir() and len(list(Path(dest, "p=1").iterdir())) == 1
+    partition = sorted(path.name for path in Path(dest, "p=1").iterdir())
+    assert len(partition) == 2 and partition[0] == f"_committed_{tid}", "the winner's file and its record"
     assert mc.SuccessData.load(dest + "/_SUCCESS").committer == "transactional"
 
     out = ok(capsys, "commit", dest, "--job", "job-c")

@@ -105,7 +105,8 @@ class TransactionalOperations:
                 lines.append(f"  warning: {warning}")
             if plan.committed:
                 lines.append(
-                    f"  keep the output: the job is committed ({store.to_url(transaction.committed)} in place)"
+                    f"  keep the output: the job is committed ({store.to_url(transaction.committed)} in place), "
+                    "and write the directories' records a killed commit left out"
                 )
             else:
                 lines.append(f"  delete {len(plan.deleted):,} data files its write markers name:")
@@ -159,8 +160,10 @@ def _what_would_happen(
     state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(manifests)} manifests)"
     if transaction.committed:
         return (
-            f"finish _SUCCESS and the cleanup only: _committed_{transaction.tid} is in place (the job is committed)",
-            f"keep the output (the job is committed) and {state}",
+            f"finish the directories' records, _SUCCESS and the cleanup only: _committed_{transaction.tid} is in "
+            "place (the job is committed)",
+            f"keep the output (the job is committed), write the directories' records a killed commit left out, "
+            f"and {state}",
         )
     count = "an unknown number of" if markers is None or markers.error is not None else f"{markers.markers:,}"
     alive = ""

@@ -12,7 +12,9 @@ records alone (``protocols/transactional/records.py``):
 
 Records are read only at the URL and below it, never above: a directory above a table may be writable by
 anyone (``/tmp``), and a record planted there must not decide what the table holds. A record is applied only to
-files in its own directory and below. ``vacuum`` first learns which jobs are alive (as ``rollback`` decides,
+files in its own directory and below. A job commit writes one into every directory it writes into (``records.py``),
+so a partition's URL is judged by the records beside its files; a file the records of several levels name (its
+directory's and the root's) is one file. ``vacuum`` first learns which jobs are alive (as ``rollback`` decides,
 ``markers/heartbeat.py``), then reads the table; it deletes, once older than the retention, tid-bearing files
 that are not committed and tid-bearing files listed as removed (the record that removed them older than the
 retention too, so a reader that started before the overwrite can finish); never a committed file, never a file
@@ -65,6 +67,8 @@ class _Table:
     """Store path of each ``_committed_<tid>`` found -> its status."""
     added: dict[str, set[str]] = field(default_factory=dict)
     """tid -> store paths its records list as added."""
+    record_dirs: dict[str, set[str]] = field(default_factory=dict)
+    """tid -> the directories holding one of its records."""
     removed: dict[str, float | None] = field(default_factory=dict)
     """Store path listed as removed -> modification time of the newest record removing it."""
 
@@ -110,7 +114,7 @@ def vacuum(
         running = live_tids(store, root, retry, config or CommitterConfig())  # before the table: see the module
         table = _read_table(store, root, retry)
         doomed = [status for status in table.data_files if _vacuumable(table, status, cutoff, running)]
-        doomed = _spare_tids_committed_above(store, root, retry, doomed)
+        doomed = _spare_tids_committed_above(store, table, retry, doomed)
         if dry_run:
             log.info("vacuum %s (dry run): would delete %d of %d data files", url, len(doomed), len(table.data_files))
             return sorted(store.to_url(status.path) for status in doomed)
@@ -231,13 +235,17 @@ def _read_table(store: StoreOperations, root: str, retry: RetryPolicy) -> _Table
 
 
 def _spare_tids_committed_above(
-    store: StoreOperations, root: str, retry: RetryPolicy, doomed: list[FileStatus]
+    store: StoreOperations, table: _Table, retry: RetryPolicy, doomed: list[FileStatus]
 ) -> list[FileStatus]:
-    """``doomed`` less the files of a tid that has a ``_committed_<tid>`` in a directory above ``root``: vacuum
-    of one partition of a table must not delete what the table's record commits. Only whether such a record
-    exists is asked, never what it holds, so a record planted above can keep debris but never delete a file or
-    make one readable; ``removed`` files above are the table's vacuum's business."""
-    tids = {parsed.tid for parsed in map(_tid_of, doomed) if parsed is not None}
+    """``doomed`` less the files without a record of their tid in their own directory whose tid has a
+    ``_committed_<tid>`` in a directory above the URL: vacuum of one partition must not delete what the table's
+    record commits (a table whose directories have no records of their own, or a commit killed before it wrote
+    them). Only whether such a record exists is asked, never what it holds, so a record planted above can keep
+    debris but never delete a file or make one readable; ``removed`` files above are the table's vacuum's
+    business."""
+    root = table.root
+    unjudged = [status for status in doomed if not _judged_here(table, status)]
+    tids = {parsed.tid for parsed in map(_tid_of, unjudged) if parsed is not None}
     spared: set[str] = set()
     directory = root.rstrip("/")
     while tids - spared:
@@ -255,7 +263,17 @@ def _spare_tids_committed_above(
                     store.to_url(record),
                 )
                 spared.add(tid)
-    return [status for status in doomed if (_tid_of(status) or _NO_TID).tid not in spared]
+    return [
+        status for status in doomed if _judged_here(table, status) or (_tid_of(status) or _NO_TID).tid not in spared
+    ]
+
+
+def _judged_here(table: _Table, status: FileStatus) -> bool:
+    """Whether a record of the file's tid lies in the file's own directory: a job commit writes one there listing
+    every file of the directory it commits, so the file is judged by what is under the URL alone. A record of
+    the tid higher up, short of the table's root, may list that directory's files only."""
+    parsed = _tid_of(status)
+    return parsed is not None and posixpath.dirname(status.path) in table.record_dirs.get(parsed.tid, ())
 
 
 def _tid_of(status: FileStatus) -> TidName | None:
@@ -280,6 +298,7 @@ def _apply_record(table: _Table, path: str, record: TransactionRecord) -> None:
     tid = committed_record_tid(posixpath.basename(path))
     assert tid is not None  # only records are loaded
     table.added.setdefault(tid, set()).update(posixpath.join(directory, name) for name in record.added)
+    table.record_dirs.setdefault(tid, set()).add(directory)
     modified = table.records[path].modified
     for name in record.removed:
         removed = posixpath.join(directory, name)

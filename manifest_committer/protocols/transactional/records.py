@@ -7,8 +7,10 @@ whole state beside the data, so any reader can tell committed files from debris 
 - data files named ``<stem>-tid-<tid>-<attempt tag><rest>`` (``part-00000.parquet`` of attempt A becomes
   ``part-00000-tid-<tid>-<tag of A>.parquet``): the tid ties a file to its job, the attempt tag keeps two
   attempts of one task (a retry, a speculative copy) from ever writing the same name;
-- ``_committed_<tid>``: a JSON object ``{"added": [...], "removed": [...], "jobId": ...}`` at the destination's
-  root, written once at job commit (the commit point), naming files relative to its own directory.
+- ``_committed_<tid>``: a JSON object ``{"added": [...], "removed": [...], "jobId": ...}`` naming files relative
+  to its own directory. At job commit the destination's root gets one listing every file of the transaction (the
+  commit point), then every other directory holding a file it adds or removes gets one listing that directory's
+  files alone (``directory_records``), as Databricks writes them, so that a reader of one partition finds them.
 
 ``<tid>`` is a decimal number derived from the job id (any process computes the same one); the tag is derived from
 the attempt id. A commit record is untrusted input (docs/safety.md, "Crafted input"): ``CommitRecord.from_json`` admits
@@ -151,6 +153,25 @@ def _relative_names(value: object, field: str, origin: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def directory_records(record: TransactionRecord) -> dict[str, TransactionRecord]:
+    """The records of the directories below the destination that hold a file ``record`` adds or removes, by
+    destination-relative directory, each listing the names in its own directory only (as Databricks writes them).
+
+    ``record`` is the root's (every file, relative to the destination); it stays the commit point, and these are
+    written after it, so that a record beside a partition's files never precedes the transaction's commit."""
+    added: dict[str, list[str]] = {}
+    removed: dict[str, list[str]] = {}
+    for relatives, into in ((record.added, added), (record.removed, removed)):
+        for relative in relatives:
+            directory, _, name = relative.rpartition("/")
+            if directory:
+                into.setdefault(directory, []).append(name)
+    return {
+        directory: TransactionRecord(tuple(added.get(directory, ())), tuple(removed.get(directory, ())), record.job_id)
+        for directory in sorted(added.keys() | removed.keys())
+    }
+
+
 def relative_to(directory: str, path: str) -> str | None:
     """``path`` relative to ``directory`` when it lies below it, else ``None`` (string test only)."""
     prefix = directory.rstrip("/") + "/"
@@ -183,6 +204,10 @@ class TransactionPaths:
     @property
     def committed(self) -> str:
         return posixpath.join(self.job.dest, committed_record_name(self.tid))
+
+    def committed_in(self, directory: str) -> str:
+        """The transaction's ``_committed_<tid>`` in the destination-relative ``directory`` (``""``: the root)."""
+        return posixpath.join(self.job.dest, directory, committed_record_name(self.tid))
 
     @property
     def markers(self) -> MarkerPaths:

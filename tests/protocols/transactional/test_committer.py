@@ -409,19 +409,20 @@ def test_vacuum_deletes_stragglers_but_not_committed_or_running_jobs_files(
     assert sorted(task_side_name(p) for p in data_files(committer)) == ["good.csv", "running.csv"]
 
 
-def test_readers_of_one_partition_never_apply_a_record_above_it_and_vacuum_deletes_nothing_committed(
+def test_readers_of_one_partition_judge_by_its_own_record_and_vacuum_deletes_nothing_committed(
     destination: str, committers: list[TransactionalCommitter]
 ) -> None:
-    """Records are read only at the URL and below (a record planted above must not decide): a partition read
-    alone shows none of the table's transactional files. Vacuum of the partition deletes none of them either: a
-    ``_committed_<tid>`` above keeps the files of its tid (its content is not read)."""
+    """Each partition the job wrote into holds its own ``_committed_<tid>``: read alone it shows its committed
+    files (the records of other partitions and the root's, above it, are never read), and its vacuum deletes
+    none of them."""
     committer = new_job(destination, committers)
     run_task(committer, "task_0", "attempt_0", {"dt=1/a.csv": b"a", "dt=2/b.csv": b"b"})
     committer.commit_job()
     partition = committer.destination_url + "/dt=1"
     before = data_files(committer)
 
-    assert mc.committed_files(partition, committer.storage_options) == []
+    found = mc.committed_files(partition, committer.storage_options)
+    assert [task_side_name(urllib_unquote(url.removeprefix(partition + "/"))) for url in found] == ["a.csv"]
     assert mc.vacuum(partition, 0.0, storage_options=committer.storage_options, now=time.time() + 5) == []
     assert data_files(committer) == before
     assert readable(committer) == {"dt=1/a.csv": b"a", "dt=2/b.csv": b"b"}

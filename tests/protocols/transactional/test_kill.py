@@ -65,6 +65,7 @@ def test_kill_points_cover_every_step_of_the_job_commit(scenario_template: Trans
         "a delete of another attempt's file": "delete_file part-",
         "removing a directory only a failed attempt wrote into": f"remove_empty_dir {FAILED_ONLY_PARTITION}",
         "the commit point": f"write_bytes _committed_{scenario_template.tid}",
+        "a directory's record": f"write_bytes year=2024/month=02/_committed_{scenario_template.tid}",
         "_SUCCESS": "write_bytes _SUCCESS",
         "commit-finished": "write_bytes ~/commit-finished",
         "cleanup": "delete_dir ~/manifests",
@@ -98,6 +99,60 @@ def test_a_kill_before_the_commit_leaves_a_dead_job_that_rollback_undoes(
 
     assert [result.job_id for result in rolled] == [JOB]
     assert diff(before, listing(scenario.dest)) == ""
+
+
+@each_marker_type
+def test_a_reader_of_one_partition_never_sees_a_commit_before_the_root_record_and_sees_it_after_the_rerun(
+    scenario: TransactionalScenario, killed_states: KilledStates
+) -> None:
+    """Killed after the root's ``_committed_<tid>`` (the commit point) and one directory's record, before the next:
+    the whole table reads committed, the partition with its record reads the job's files, the one without reads
+    as before the job (the commit seen late, never a file of an uncommitted job); killed before the root's, no
+    partition reads a file of the job. A fresh committer's rerun writes the missing record."""
+    events = commit_reference(scenario)
+    root_record = f"write_bytes _committed_{scenario.tid}"
+    missing = "year=2024/month=02"
+    kill = KillPoint.at(events, next(i for i, e in enumerate(events) if e.label.startswith(f"write_bytes {missing}/")))
+    before_root = KillPoint.at(events, next(i for i, e in enumerate(events) if e.label == root_record))
+
+    before = killed_states.restore(scenario, ("commit", before_root))
+    assert not scenario.committed()
+    for directory in ("year=2024/month=01", missing, "year=2025/month=01"):
+        assert partition_names(scenario, directory) == partition_names_in(before, directory)
+
+    killed_states.restore(scenario, ("commit", kill))
+    assert scenario.committed()
+    files = scenario.job_files()
+    job_names = {
+        directory: {p.rpartition("/")[2] for p in files if p.rpartition("/")[0] == directory}
+        for directory in (
+            "year=2024/month=01",
+            missing,
+        )
+    }
+    assert job_names["year=2024/month=01"] <= partition_names(scenario, "year=2024/month=01"), "its record is there"
+    assert partition_names(scenario, missing) == partition_names_in(before, missing), "read as before the job"
+    assert set(files) <= set(scenario_readable(scenario)), "the whole table reads the commit"
+
+    scenario.use(scenario.commit)
+    assert job_names[missing] <= partition_names(scenario, missing)
+
+
+def partition_names(scenario: TransactionalScenario, directory: str) -> set[str]:
+    """The names ``committed_files`` of one partition lists."""
+    return {url.rsplit("/", 1)[1] for url in mc.committed_files(f"{scenario.destination}/{directory}")}
+
+
+def partition_names_in(before: dict[str, str], directory: str) -> set[str]:
+    """The readable names of a partition before the job: its files that are not records, ``_`` or ``.`` names."""
+    prefix = directory + "/"
+    names = {path.removeprefix(prefix) for path in before if path.startswith(prefix)}
+    return {name for name in names if "/" not in name and not name.startswith(("_", "."))}
+
+
+def scenario_readable(scenario: TransactionalScenario) -> list[str]:
+    prefix = Path(scenario.destination).as_uri() + "/"
+    return [url.removeprefix(prefix) for url in mc.committed_files(scenario.destination)]
 
 
 # --- the follow-ups ------------------------------------------------------------------------------------------------
