@@ -40,7 +40,7 @@ from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, C
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols.base import CommitterBase, TaskAttempt
 from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
-from ..store import open_destination_store
+from ..store import open_destination_store, store_bindings
 from ..success_data import SuccessData
 from .dataset_output import DATASET_FORMATS, is_local, schema_groups, write_dataset_task
 from .formats import OutputFormat, output_format
@@ -162,6 +162,7 @@ class WriteJob:
         ``driver_address``: given by a framework whose driver process outlives its tasks, the address its workers
         reach the driver on; with ``markers.type=batched`` asked for in ``options``, the driver then hosts the
         marker server there (unless ``markers.server.address`` is set)."""
+        store_bindings().check(url, "url")
         if isinstance(partition_by, str):
             raise ConfigError(f"partition_by: expected a sequence of column names, got the string {partition_by!r}")
         columns = tuple(partition_by)
