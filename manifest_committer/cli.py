@@ -282,6 +282,26 @@ def _pairs(flag: str, pairs: Sequence[str]) -> dict[str, str]:
     return options
 
 
+def _conf(pairs: Sequence[str]) -> dict[str, str]:
+    """``--conf`` entries as committer keys: a short form (``io.threads``, as the help shows keys) is the key of
+    the committer's family it ends; every other key must be a committer key, or is an error naming it."""
+    from .config import check_key, nearest_key, short_form
+
+    conf: dict[str, str] = {}
+    for key, value in _pairs("--conf", pairs).items():
+        full = short_form(key) or key
+        try:
+            known = check_key(full)
+        except CommitterError as error:
+            raise CommitterError(f"--conf {error}") from None
+        if known is None:
+            near = nearest_key(full)
+            guess = f"; did you mean `{near}`?" if near else ""
+            raise CommitterError(f"--conf {key}: not a committer configuration key{guess}")
+        conf[full] = value
+    return conf
+
+
 def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
     return dict(_pairs("--storage-option", pairs))
 
@@ -316,7 +336,7 @@ def _operate(args: argparse.Namespace, options: dict[str, Any]) -> str:
     from .store.factory import open_destination_store
 
     _log_warnings_on_one_line()
-    config = CommitterConfig.from_hadoop_conf(_pairs("--conf", args.conf))
+    config = CommitterConfig.from_hadoop_conf(_conf(args.conf))
     if args.command == "status":
         opened = open_destination_store(args.destination, options)
         try:

@@ -45,6 +45,7 @@ from ..success_data import SuccessData
 from .dataset_output import DATASET_FORMATS, is_local, schema_groups, write_dataset_task
 from .formats import OutputFormat, output_format
 from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
+from .options import check_options
 from .task_output import TaskOutput, file_prefix
 
 log = logging.getLogger(__name__)
@@ -172,9 +173,7 @@ class WriteJob:
             raise ConfigError(f"partition_by: a column is named twice in {list(columns)!r}")
         merged = {str(key).lower(): str(value) for key, value in (options or {}).items()}
         hadoop = {key: value for key, value in merged.items() if is_committer_key(key)}
-        unknown = sorted(key for key in merged if key not in _OPTIONS and key not in hadoop)
-        if unknown:
-            raise ConfigError(f"unknown writer option {unknown[0]!r} for {url}")
+        check_options(merged.keys() - hadoop.keys(), _OPTIONS, "writer option", f"for {url}")
         config = CommitterConfig.from_hadoop_conf(hadoop)
         protocol = resolve_protocol(url, protocol)
         batched_asked = config.markers_type is MarkerType.BATCHED and any(
