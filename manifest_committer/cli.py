@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from . import __version__
 from ._json import read_url
 from .errors import CommitterError, ManifestError
 from .formatting import format_bytes, format_millis
@@ -192,6 +193,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog=PROG, description="Inspect the files of the manifest committer (Hadoop's or ours).")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("success", "print a _SUCCESS file or a summary-<jobId>.json report"),
@@ -216,7 +218,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="Hadoop committer key, repeatable (heartbeat.expiry.seconds judges direct-marker drivers)",
+        help="committer key or its short form, repeatable (heartbeat.expiry.seconds judges direct-marker drivers)",
     )
     _add_storage_option(status)
     for name, help_text in (
@@ -230,7 +232,11 @@ def _parser() -> argparse.ArgumentParser:
             "--attempt", type=int, metavar="N", help="the job attempt (default: the highest under _temporary)"
         )
         command.add_argument(
-            "--conf", action="append", default=[], metavar="KEY=VALUE", help="Hadoop committer key, repeatable"
+            "--conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="committer key or its short form (io.threads), repeatable",
         )
         _add_storage_option(command)
     commands.choices["abort"].add_argument(
@@ -253,7 +259,11 @@ def _parser() -> argparse.ArgumentParser:
     vacuum.add_argument("--dry-run", action="store_true", help="list what would be deleted; change nothing")
     for command in (rollback, vacuum):
         command.add_argument(
-            "--conf", action="append", default=[], metavar="KEY=VALUE", help="Hadoop committer key, repeatable"
+            "--conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="committer key or its short form (io.threads), repeatable",
         )
         _add_storage_option(command)
     report = commands.add_parser("report", help="one HTML page of every _SUCCESS and summary-*.json under the paths")
@@ -402,7 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(report.rstrip("\n"))
         print(f"{PROG}: error: {_where(args, error)}{_one_line(str(error))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:  # Ctrl-C: one line (a commit says what it moved), no traceback
+        print(f"{PROG}: interrupted" + (f": {interrupt}" if str(interrupt) else ""), file=sys.stderr)
         return 130
     except Exception as error:  # a bug or an unforeseen document: still one line, naming the file
         where = getattr(args, "path", None) or getattr(args, "destination", None) or ", ".join(args.paths)
