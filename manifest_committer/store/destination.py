@@ -52,7 +52,7 @@ def check_destination(url: object, served_schemes: Iterable[str], parameter: str
             f"{parameter} {url!r} looks like a URL without its colon: write {_url(scheme, rest)!r}, "
             f"or ./{target} for a local directory of that name"
         )
-    if not os.path.abspath(target).strip("/"):  # every spelling of the local root: "/", "//", "/tmp/..", "."
+    if not os.path.abspath(target).strip("/"):  # every spelling of the local root: "/", "//", "/tmp/.."
         raise ConfigError(f"{parameter} {url!r} is the root of the local filesystem: name a directory below it")
     return url
 

@@ -194,8 +194,9 @@ class StoreBindings:
     def binding_for(self, url: str) -> StoreBinding:
         """The binding serving ``url``'s scheme; ``UnsupportedStoreError`` saying what a binding must provide,
         how to register one and which schemes are served, before anything is imported or connected; its first
-        line names the nearest served scheme. ``ConfigError`` for a ``url`` that may not be a destination
-        (``check_destination``): every door to a store comes through here, so nothing is opened for it."""
+        line names the served scheme nearest to one that fsspec does not know either. ``ConfigError`` for a
+        ``url`` that may not be a destination (``check_destination``): every door to a store comes through here,
+        so nothing is opened for it."""
         with self._lock:
             self._load()
             check_destination(url, self._claims)
@@ -215,7 +216,7 @@ class StoreBindings:
         # fsspec's registry is only asked for the wording: a filesystem it knows still needs a binding.
         known = scheme in fsspec.available_protocols()
         head = f"no store binding for the {scheme}:// filesystem" if known else f"unknown scheme {scheme}://"
-        guess = f"; did you mean {nearest[0]}://?" if nearest else ""
+        guess = f"; did you mean {nearest[0]}://?" if nearest and not known else ""  # a typo, not another system
         message = f"{url}: {head}{guess}\n{WHAT_A_BINDING_PROVIDES}. Registered: {served}"
         if failures:
             message += f". Store bindings that failed to load: {'; '.join(failures)}"
