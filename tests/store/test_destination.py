@@ -9,12 +9,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import dask.dataframe as dd
+import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
 
 import manifest_committer as mc
 import manifest_committer.arrow as mca
+import manifest_committer.dask as mcd
 import manifest_committer.polars as mcp
 from manifest_committer.cli import main
 from manifest_committer.store import store_bindings
@@ -51,6 +54,9 @@ def test_an_empty_destination_of_an_overwrite_deletes_nothing(cwd: Path) -> None
         mca.write(table, "", mode="overwrite")
     with pytest.raises(mc.ConfigError, match="empty"):
         mcp.write(pl.DataFrame({"x": [1]}), "", mode="overwrite")
+    frame = dd.from_pandas(pd.DataFrame({"x": [1]}), npartitions=1)  # type: ignore[no-untyped-call]
+    with pytest.raises(mc.ConfigError, match="empty"):
+        mcd.write(frame, "", mode="overwrite")
     with pytest.raises(mc.ConfigError, match="empty"):
         mc.create_committer("", "job-1")
 
