@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from . import __version__
 from ._json import read_url
 from .errors import CommitterError, ManifestError
 from .formatting import format_bytes, format_millis
@@ -192,6 +193,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _OneLineParser(prog=PROG, description="Inspect the files of the manifest committer (Hadoop's or ours).")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("success", "print a _SUCCESS file or a summary-<jobId>.json report"),
@@ -216,7 +218,7 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="Hadoop committer key, repeatable (heartbeat.expiry.seconds judges direct-marker drivers)",
+        help="committer key or its short form, repeatable (heartbeat.expiry.seconds judges direct-marker drivers)",
     )
     _add_storage_option(status)
     for name, help_text in (
@@ -230,7 +232,11 @@ def _parser() -> argparse.ArgumentParser:
             "--attempt", type=int, metavar="N", help="the job attempt (default: the highest under _temporary)"
         )
         command.add_argument(
-            "--conf", action="append", default=[], metavar="KEY=VALUE", help="Hadoop committer key, repeatable"
+            "--conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="committer key or its short form (io.threads), repeatable",
         )
         _add_storage_option(command)
     commands.choices["abort"].add_argument(
@@ -253,7 +259,11 @@ def _parser() -> argparse.ArgumentParser:
     vacuum.add_argument("--dry-run", action="store_true", help="list what would be deleted; change nothing")
     for command in (rollback, vacuum):
         command.add_argument(
-            "--conf", action="append", default=[], metavar="KEY=VALUE", help="Hadoop committer key, repeatable"
+            "--conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="committer key or its short form (io.threads), repeatable",
         )
         _add_storage_option(command)
     report = commands.add_parser("report", help="one HTML page of every _SUCCESS and summary-*.json under the paths")
@@ -280,6 +290,26 @@ def _pairs(flag: str, pairs: Sequence[str]) -> dict[str, str]:
             raise CommitterError(f"{flag} {pair!r}: expected KEY=VALUE")
         options[key] = value
     return options
+
+
+def _conf(pairs: Sequence[str]) -> dict[str, str]:
+    """``--conf`` entries as committer keys: a short form (``io.threads``, as the help shows keys) is the key of
+    the committer's family it ends; every other key must be a committer key, or is an error naming it."""
+    from .config import check_key, nearest_key, short_form
+
+    conf: dict[str, str] = {}
+    for key, value in _pairs("--conf", pairs).items():
+        full = short_form(key) or key
+        try:
+            known = check_key(full)
+        except CommitterError as error:
+            raise CommitterError(f"--conf {error}") from None
+        if known is None:
+            near = nearest_key(full)
+            guess = f"; did you mean `{near}`?" if near else ""
+            raise CommitterError(f"--conf {key}: not a committer configuration key{guess}")
+        conf[full] = value
+    return conf
 
 
 def _storage_options(pairs: Sequence[str]) -> dict[str, Any]:
@@ -316,7 +346,7 @@ def _operate(args: argparse.Namespace, options: dict[str, Any]) -> str:
     from .store.factory import open_destination_store
 
     _log_warnings_on_one_line()
-    config = CommitterConfig.from_hadoop_conf(_pairs("--conf", args.conf))
+    config = CommitterConfig.from_hadoop_conf(_conf(args.conf))
     if args.command == "status":
         opened = open_destination_store(args.destination, options)
         try:
@@ -382,7 +412,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(report.rstrip("\n"))
         print(f"{PROG}: error: {_where(args, error)}{_one_line(str(error))}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:  # Ctrl-C: one line (a commit says what it moved), no traceback
+        print(f"{PROG}: interrupted" + (f": {interrupt}" if str(interrupt) else ""), file=sys.stderr)
         return 130
     except Exception as error:  # a bug or an unforeseen document: still one line, naming the file
         where = getattr(args, "path", None) or getattr(args, "destination", None) or ", ".join(args.paths)

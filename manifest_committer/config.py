@@ -125,12 +125,87 @@ def _suggestion(raw_key: str) -> str:
     nonsense look close to something.
     """
     key = raw_key.removeprefix(SPARK_HADOOP_PREFIX)
-    family = MANIFEST_PREFIX if key.startswith(MANIFEST_PREFIX) else FILE_OUTPUT_PREFIX
-    names = [known.removeprefix(family) for known in [*_HADOOP_KEYS, *_IGNORED_KEYS] if known.startswith(family)]
-    nearest = difflib.get_close_matches(key.removeprefix(family), names, n=1, cutoff=0.7)
+    nearest = _nearest(key)
     if not nearest:
         return ""
-    return f"; did you mean `{raw_key[: len(raw_key) - len(key)]}{family}{nearest[0]}`?"
+    return f"; did you mean `{raw_key[: len(raw_key) - len(key)]}{nearest}`?"
+
+
+_FAMILIES = (MANIFEST_PREFIX, FILE_OUTPUT_PREFIX)
+_NEIGHBOUR_FAMILIES = frozenset({"mapreduce.outputcommitter"})
+"""Hadoop's own families that are close in spelling to the committer's (``mapreduce.outputcommitter.factory.*``):
+never taken for a mistyped prefix."""
+_PREFIX_LIKENESS = 0.9
+"""How alike (``difflib`` ratio) a key's first segments must be to a family's prefix to be a mistyped one: the
+prefixes of Hadoop's other keys are further away (``mapreduce.job.committer``: 0.78)."""
+
+
+def short_form(key: str) -> str | None:
+    """The full key of a short form (``io.threads`` -> ``mapreduce.manifest.committer.io.threads``), or ``None``."""
+    for family in _FAMILIES:
+        if family + key in _HADOOP_KEYS or family + key in _IGNORED_KEYS:
+            return family + key
+    return None
+
+
+def _misspelt_family(key: str) -> str | None:
+    """``key`` with its family's prefix spelled right, when its first segments are a mistyped (or wrongly cased)
+    prefix of one of the committer's families; ``None`` for every other key."""
+    segments = key.split(".")
+    for family in _FAMILIES:
+        count = family.count(".")
+        head = ".".join(segments[:count]).lower()
+        if len(segments) <= count or head in _NEIGHBOUR_FAMILIES:
+            continue
+        if head == family[:-1] or difflib.SequenceMatcher(None, head, family[:-1]).ratio() >= _PREFIX_LIKENESS:
+            return family + ".".join(segments[count:])
+    return None
+
+
+def check_key(raw_key: str) -> str | None:
+    """The committer key ``raw_key`` names (without ``spark.hadoop.``), ``None`` for a key of no family of the
+    committer's (a whole Spark or Hadoop configuration passes through), or a ``ConfigError`` naming it with a
+    did-you-mean: an unknown key of a family, a mistyped or upper-case prefix of one, or a short form
+    (``io.threads``) where the full key is needed."""
+    key = raw_key.removeprefix(SPARK_HADOOP_PREFIX)
+    if key.startswith(_FAMILIES):
+        if key in _HADOOP_KEYS or key in _IGNORED_KEYS:
+            return key
+        raise ConfigError(f"{raw_key}: unknown committer configuration key{_suggestion(raw_key)}")
+    corrected = _misspelt_family(key)
+    if corrected is not None:
+        near = _nearest(corrected)
+        guess = f"; did you mean `{raw_key[: len(raw_key) - len(key)]}{near}`?" if near else ""
+        why = "keys are lower case" if key.lower().startswith(_FAMILIES) else "its prefix is misspelt"
+        raise ConfigError(f"{raw_key}: not a committer configuration key ({why}){guess}")
+    full = short_form(key)
+    if full is not None:
+        raise ConfigError(f"{raw_key}: a short form; the full key is needed here: did you mean `{full}`?")
+    return None
+
+
+def nearest_key(key: str) -> str | None:
+    """The committer key (without ``spark.hadoop.``) nearest to ``key``: the full key of a short form, or of a
+    mistyped or upper-case prefix, or the nearest key of its family; ``None`` if none is near."""
+    key = key.removeprefix(SPARK_HADOOP_PREFIX)
+    if key.startswith(_FAMILIES):
+        return _nearest(key)
+    corrected = _misspelt_family(key)
+    if corrected is not None:
+        return _nearest(corrected)
+    short_forms = {key.removeprefix(f): key for f in _FAMILIES for key in _HADOOP_KEYS if key.startswith(f)}
+    nearest = difflib.get_close_matches(key.lower(), list(short_forms), n=1, cutoff=0.8)
+    return short_forms[nearest[0]] if nearest else None
+
+
+def _nearest(key: str) -> str | None:
+    """The known key nearest to ``key`` (a key of one of the families), or ``None``."""
+    if key in _HADOOP_KEYS or key in _IGNORED_KEYS:
+        return key
+    family = next(family for family in _FAMILIES if key.startswith(family))
+    names = [known.removeprefix(family) for known in [*_HADOOP_KEYS, *_IGNORED_KEYS] if known.startswith(family)]
+    nearest = difflib.get_close_matches(key.removeprefix(family).lower(), names, n=1, cutoff=0.7)
+    return family + nearest[0] if nearest else None
 
 
 # Hadoop key -> (CommitterConfig field, parser)
@@ -278,18 +353,17 @@ class CommitterConfig:
 
         Keys outside the committer's families are ignored, since callers pass whole Hadoop or Spark
         configurations. Inside ``mapreduce.manifest.committer.`` and ``mapreduce.fileoutputcommitter.`` an unknown
-        key is an error naming it, so a typo never silently falls back to a default.
+        key is an error naming it, and so is a key whose prefix is a misspelt or upper-case one of theirs, or a
+        short form (``io.threads``): a typo never silently falls back to a default (``check_key``).
         """
         values: dict[str, Any] = {}
         for raw_key, raw_value in conf.items():
-            key = raw_key.removeprefix(SPARK_HADOOP_PREFIX)
-            if not key.startswith((MANIFEST_PREFIX, FILE_OUTPUT_PREFIX)):
+            key = check_key(raw_key)
+            if key is None:
                 continue
             if key in _IGNORED_KEYS:
                 log.debug("Ignoring Hadoop key %s: it has no meaning for this committer", raw_key)
                 continue
-            if key not in _HADOOP_KEYS:
-                raise ConfigError(f"{raw_key}: unknown committer configuration key{_suggestion(raw_key)}")
             text = raw_value if isinstance(raw_value, str) else str(raw_value)
             if isinstance(raw_value, bool):
                 text = text.lower()

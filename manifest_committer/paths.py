@@ -25,12 +25,21 @@ HIDDEN_PREFIXES = ("_", ".")
 _ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*\Z")
 
 
-ID_RULE = "use letters, digits and . _ : + - (no '/', spaces or '..')"
+MAX_ID_LENGTH = 200
+"""Longest id: a file name of the store holds 255 bytes, and a name such as ``<taskAttemptId>-manifest.json.tmp``
+or ``summary-<jobId>.json`` adds to the id."""
+ID_RULE = f"use at most {MAX_ID_LENGTH} letters, digits and . _ : + - (no '/', spaces or '..')"
 
 
 def is_valid_id(value: object) -> bool:
-    """Ids become directory and file names, so they must be plain names: no ``/``, spaces or ``..``."""
-    return isinstance(value, str) and _ID_PATTERN.match(value) is not None and ".." not in value
+    """Ids become directory and file names, so they must be plain names: no ``/``, spaces or ``..``, and short
+    enough for a file name."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_ID_LENGTH
+        and _ID_PATTERN.match(value) is not None
+        and ".." not in value
+    )
 
 
 def is_hidden(name: str) -> bool:
@@ -47,7 +56,12 @@ def trash_entry_job_id(name: str) -> str | None:
 def check_id(kind: str, value: str) -> str:
     """An id given to the API: a ``ConfigError`` naming ``kind`` unless ``is_valid_id``."""
     if not is_valid_id(value):
-        raise ConfigError(f"{kind} {value!r} is not a valid id: {ID_RULE}")
+        shown = (
+            f"{value[:40]!r}... ({len(value)} characters)"
+            if isinstance(value, str) and len(value) > 60
+            else repr(value)
+        )
+        raise ConfigError(f"{kind} {shown} is not a valid id: {ID_RULE}")
     return value
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import posixpath
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -113,9 +112,29 @@ def _committer(request: JobRequest, found: _Found) -> CommitterBase:
     )
 
 
+class CommitInterrupted(KeyboardInterrupt):
+    """The job commit was interrupted (Ctrl-C); the message says what it had moved and what settles the job."""
+
+
+def _interrupted(request: JobRequest, done: tuple[int, int] | None) -> str:
+    where = f"{request.destination} --job {request.job_id}"
+    if request.attempt is not None:
+        where += f" --attempt {request.attempt}"
+    moved = (
+        f"after moving {done[0]:,} of {done[1]:,} files into the destination"
+        if done is not None
+        else "part-way (its journal holds what it moved)"
+    )
+    return (
+        f"the commit of job {request.job_id} stopped {moved}; `manifest-committer commit {where}` finishes it, "
+        f"`manifest-committer abort {where}` undoes it"
+    )
+
+
 def run_commit(request: JobRequest, *, progress_stream: TextIO | None = None) -> str:
     """Run (or rerun) the job commit; return what changed. ``progress_stream``: draw a bar there (where the
-    protocol moves files)."""
+    protocol moves files). Interrupted (``KeyboardInterrupt``), it raises ``CommitInterrupted`` saying what it
+    had moved and how to finish or undo the job."""
     found = _find_attempt(request)
     if found.status is None and not found.success_is_ours:
         # Committed long ago, its state gone, a later job's _SUCCESS in place: a rerun would only rewrite
@@ -124,13 +143,23 @@ def run_commit(request: JobRequest, *, progress_stream: TextIO | None = None) ->
             f"Job {request.job_id} was already committed ({found.protocol}; its commit record is in place) and has "
             f"no state left under {TEMPORARY_DIR}: nothing to do"
         )
-    with (
-        _committer(request, found) as committer,
-        CommitProgressBar(request.job_id, progress_stream or sys.stderr, enabled=progress_stream is not None) as bar,
-    ):
-        callback: Callable[[int, int], None] = bar
-        report = operations_of(found.protocol).commit(committer, found.status, callback)
-        url = committer.destination_url
+    progress: list[tuple[int, int]] = []
+    try:
+        with (
+            _committer(request, found) as committer,
+            CommitProgressBar(
+                request.job_id, progress_stream or sys.stderr, enabled=progress_stream is not None
+            ) as bar,
+        ):
+
+            def callback(done: int, total: int) -> None:
+                progress[:] = [(done, total)]
+                bar(done, total)
+
+            report = operations_of(found.protocol).commit(committer, found.status, callback)
+            url = committer.destination_url
+    except KeyboardInterrupt as interrupt:
+        raise CommitInterrupted(_interrupted(request, progress[0] if progress else None)) from interrupt
     return "\n".join([_commit_head(request, found, url, report), *report.lines, *_commit_lines(report)])
 
 

@@ -142,6 +142,8 @@ def inspect_destination(
         ) from error
     if found is None:
         raise CommitterError(f"{store.to_url(dest)}: no such destination")
+    if not found.is_dir:
+        raise CommitterError(f"{store.to_url(dest)}: a file, not a destination (a directory that jobs write into)")
     own_layouts = [job for operations in OPERATIONS for job in operations.jobs_of_own_layout(top)]
     taken = {posixpath.basename(job.attempts[0].url.rstrip("/")) for job in own_layouts if job.attempts}
     jobs = []

@@ -155,8 +155,10 @@ def create_committer(  # noqa: PLR0917 (ManifestCommitter's signature plus the p
     """A committer of ``protocol`` for ``destination``, with the calls of ``Committer`` whatever the protocol.
 
     ``CommitterError`` names the protocol (and the store) when it is unknown, or cannot commit safely to the
-    store (the rename-based protocols on S3, whose "rename" is copy then delete).
+    store (the rename-based protocols on S3, whose "rename" is copy then delete). A destination that may not be
+    one (``store/destination.py``), or of a scheme without a binding, is refused first, as the store refuses it.
     """
+    store_bindings().binding_for(destination)
     name = resolve_protocol(destination, protocol)
     committer_class = COMMITTERS[name]
     try:

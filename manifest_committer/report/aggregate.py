@@ -269,12 +269,14 @@ def _percentiles(name: str, values: Sequence[float], calls: int, failures: int) 
 
 
 def stage_percentiles(runs: Iterable[RunSummary]) -> tuple[Percentiles, ...]:
-    """p50/p95 of each job stage's time per run (and of the whole job commit), over the runs that timed it."""
+    """p50/p95 of each job stage's time per run (and of the whole job commit), over the runs that timed it; the
+    failures of a stage are the runs it failed in, those of the job commit the runs whose outcome is ``failed``."""
     values: dict[str, list[float]] = {}
     failures: dict[str, int] = {}
     for run in runs:
         if run.duration_ms is not None:
             values.setdefault(COMMITTER_COMMIT_JOB, []).append(run.duration_ms)
+        failures[COMMITTER_COMMIT_JOB] = failures.get(COMMITTER_COMMIT_JOB, 0) + int(run.outcome == "failed")
         for stage in run.stages:
             failures[stage.name] = failures.get(stage.name, 0) + int(stage.failed)
             if stage.millis is not None:

@@ -42,7 +42,7 @@ from ..config import MANIFEST_PREFIX
 from ..errors import CommitterError, ManifestError
 from ..protocols.base import SUMMARY_FILENAME_FORMAT
 from ..protocols.transactional.readers import committed_files
-from ..store import open_destination_store
+from ..store import open_destination_store, store_bindings
 from ..success_data import SuccessData
 from ..writing.job import DestinationExistsError
 from ..writing.modes import PartitionOverwriteMode, SaveMode, destination_has_data
@@ -223,6 +223,7 @@ def write(
     key ``summary.report.directory`` if set, else from a temporary directory of this process that the write is
     given as that key (the driver's workers run on this host), else from ``_SUCCESS`` if it is this job's.
     """
+    store_bindings().check(url, "url")
     save_mode = SaveMode.parse(mode)
     spark = df.sparkSession
     storage = dict(storage_options or {})

@@ -62,6 +62,7 @@ from ..protocols.registry import create_committer, hosts_marker_server, resolve_
 from ..writing.formats import OutputFormat, output_format
 from ..writing.job import int_option, is_committer_key
 from ..writing.modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output
+from ..writing.options import check_options
 from ..writing.task_output import TaskOutput as _TaskOutput
 
 try:
@@ -179,9 +180,7 @@ class WriteSettings:
                 merged[key.lower()] = value
         merged.update({key.lower(): value for key, value in options.items()})
         hadoop = {key: value for key, value in merged.items() if is_committer_key(key)}
-        unknown = sorted(key for key in merged if key not in _PLAIN_OPTIONS and key not in hadoop)
-        if unknown:
-            raise ConfigError(f"unknown option {unknown[0]!r} of the {SHORT_NAME} data source")
+        check_options(merged.keys() - hadoop.keys(), _PLAIN_OPTIONS, "option", f"of the {SHORT_NAME} data source")
         destination = merged.get(OPTION_PATH, "").strip()
         if not destination:
             raise ConfigError(f"the {SHORT_NAME} data source needs a destination: save(url) or option('path', url)")

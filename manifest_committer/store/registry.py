@@ -21,6 +21,7 @@ workers) need the same registration, or an entry point.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -31,6 +32,7 @@ import fsspec
 
 from ..errors import ConfigError, UnsupportedStoreError
 from .bindings import WHAT_A_BINDING_PROVIDES, StoreBinding, scheme_of
+from .destination import check_destination
 
 log = logging.getLogger(__name__)
 
@@ -172,19 +174,34 @@ class StoreBindings:
 
     # --- lookups ------------------------------------------------------------------------------------------------
 
-    def find(self, url: str) -> StoreBinding | None:
-        """The binding serving ``url``'s scheme, or ``None`` (no binding, or a contested scheme)."""
+    def check(self, url: object, parameter: str = "destination") -> str:
+        """``url`` if it may be a destination (``store/destination.py``), else a ``ConfigError`` naming
+        ``parameter``; ``find`` and ``binding_for`` check it too."""
         with self._lock:
             self._load()
+            return check_destination(url, self._claims, parameter)
+
+    def find(self, url: str) -> StoreBinding | None:
+        """The binding serving ``url``'s scheme, or ``None`` (no binding, or a contested scheme).
+
+        ``ConfigError`` for a ``url`` that may not be a destination (``check_destination``)."""
+        with self._lock:
+            self._load()
+            check_destination(url, self._claims)
             claim = self._claims.get(scheme_of(url))
         return None if claim is None else claim.binding
 
     def binding_for(self, url: str) -> StoreBinding:
         """The binding serving ``url``'s scheme; ``UnsupportedStoreError`` saying what a binding must provide,
-        how to register one and which schemes are served, before anything is imported or connected."""
-        scheme = scheme_of(url)
+        how to register one and which schemes are served, before anything is imported or connected; its first
+        line names the served scheme nearest to one that fsspec does not know either. ``ConfigError`` for a
+        ``url`` that may not be a destination (``check_destination``): every door to a store comes through here,
+        so nothing is opened for it."""
         with self._lock:
             self._load()
+            check_destination(url, self._claims)
+            scheme = scheme_of(url)
+            nearest = difflib.get_close_matches(scheme, list(self._claims), n=1, cutoff=0.5)
             claim = self._claims.get(scheme)
             contested = self._contested.get(scheme)
             if claim is not None:
@@ -199,7 +216,8 @@ class StoreBindings:
         # fsspec's registry is only asked for the wording: a filesystem it knows still needs a binding.
         known = scheme in fsspec.available_protocols()
         head = f"no store binding for the {scheme}:// filesystem" if known else f"unknown scheme {scheme}://"
-        message = f"{url}: {head}. {WHAT_A_BINDING_PROVIDES}. Registered: {served}"
+        guess = f"; did you mean {nearest[0]}://?" if nearest and not known else ""  # a typo, not another system
+        message = f"{url}: {head}{guess}\n{WHAT_A_BINDING_PROVIDES}. Registered: {served}"
         if failures:
             message += f". Store bindings that failed to load: {'; '.join(failures)}"
         raise UnsupportedStoreError(message)

@@ -47,6 +47,11 @@ from .transient import RETRYABLE_STATUS_CODES, caused_by_transient, is_transient
 log = logging.getLogger(__name__)
 
 S3_SCHEMES = ("s3", "s3a")
+CREDENTIAL_SOURCES = (
+    "storage_options key and secret (or profile, or anon=True); or the environment variables AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, the shared credentials file (~/.aws/credentials), or an instance role"
+)
+"""Where s3fs (botocore) finds S3 credentials, for the messages of missing or refused ones."""
 
 S3_RETRYABLE_ERROR_CODES = frozenset(
     {
@@ -195,6 +200,7 @@ class S3Store(FsspecStore):
     """
 
     capabilities = S3_CAPABILITIES
+    credential_sources = CREDENTIAL_SOURCES
 
     def __init__(self, fs: Any, scheme: str = "s3", data_fs: Any = None) -> None:
         super().__init__(fs, scheme, data_fs)

@@ -40,11 +40,12 @@ from ..config import FILE_OUTPUT_PREFIX, MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, C
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols.base import CommitterBase, TaskAttempt
 from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
-from ..store import open_destination_store
+from ..store import open_destination_store, store_bindings
 from ..success_data import SuccessData
 from .dataset_output import DATASET_FORMATS, is_local, schema_groups, write_dataset_task
 from .formats import OutputFormat, output_format
 from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
+from .options import check_options
 from .task_output import TaskOutput, file_prefix
 
 log = logging.getLogger(__name__)
@@ -162,6 +163,7 @@ class WriteJob:
         ``driver_address``: given by a framework whose driver process outlives its tasks, the address its workers
         reach the driver on; with ``markers.type=batched`` asked for in ``options``, the driver then hosts the
         marker server there (unless ``markers.server.address`` is set)."""
+        store_bindings().check(url, "url")
         if isinstance(partition_by, str):
             raise ConfigError(f"partition_by: expected a sequence of column names, got the string {partition_by!r}")
         columns = tuple(partition_by)
@@ -171,9 +173,7 @@ class WriteJob:
             raise ConfigError(f"partition_by: a column is named twice in {list(columns)!r}")
         merged = {str(key).lower(): str(value) for key, value in (options or {}).items()}
         hadoop = {key: value for key, value in merged.items() if is_committer_key(key)}
-        unknown = sorted(key for key in merged if key not in _OPTIONS and key not in hadoop)
-        if unknown:
-            raise ConfigError(f"unknown writer option {unknown[0]!r} for {url}")
+        check_options(merged.keys() - hadoop.keys(), _OPTIONS, "writer option", f"for {url}")
         config = CommitterConfig.from_hadoop_conf(hadoop)
         protocol = resolve_protocol(url, protocol)
         batched_asked = config.markers_type is MarkerType.BATCHED and any(

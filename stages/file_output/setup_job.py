@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import JobStateError, OutputConflictError
+from ...errors import JobStateError
 from ...protocols.file_output.layout import LayoutHolder
 from ...protocols.names import ProtocolName
 from ...statistic_names import JOB_STAGE_SETUP
+from ..destination_probe import destination_directory
 from .base import FileOutputStage
 
 
@@ -38,9 +39,7 @@ class FileOutputSetupJobStage(FileOutputStage[FileOutputSetupJobArguments, FileO
     name = JOB_STAGE_SETUP
 
     def execute(self, arguments: FileOutputSetupJobArguments) -> FileOutputSetupJobResult:
-        dest = self.info(self.paths.dest)
-        if dest is not None and not dest.is_dir:
-            raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
+        destination_directory(self)
         layout = self.layout
         holder = self.job_holding_the_layout()
         if holder is not None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import CommitterError, JobStateError, OutputConflictError
-from ...retry import describe_error
+from ...errors import JobStateError
 from ...statistic_names import JOB_STAGE_SETUP
 from ..base import Stage
+from ..destination_probe import destination_directory
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,19 +31,7 @@ class SetupJobStage(Stage[SetupJobArguments, SetupJobResult]):
     name = JOB_STAGE_SETUP
 
     def execute(self, arguments: SetupJobArguments) -> SetupJobResult:
-        try:
-            dest = self.info(self.paths.dest)
-        except Exception as error:
-            # The job's first store call: credentials missing or refused fail here, once, before any task writes.
-            if not self.is_auth_error(error):
-                raise
-            sources = self.credential_sources or "the storage options of the destination"
-            raise CommitterError(
-                f"{self.to_url(self.paths.dest)}: the store refused the credentials, or none were found "
-                f"({describe_error(error)}); check {sources}"
-            ) from error
-        if dest is not None and not dest.is_dir:
-            raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
+        destination_directory(self)
         attempt_dir = self.paths.job_attempt_dir
         if self.info(attempt_dir) is not None:
             raise JobStateError(

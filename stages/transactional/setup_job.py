@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import JobStateError, OutputConflictError
+from ...errors import JobStateError
 from ...markers.heartbeat import lease_document
 from ...protocols.transactional.records import TransactionPaths
 from ...statistic_names import JOB_STAGE_SETUP
 from ..base import Stage
+from ..destination_probe import destination_directory
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +31,7 @@ class TransactionalSetupJobStage(Stage[TransactionalSetupJobArguments, None]):
 
     def execute(self, arguments: TransactionalSetupJobArguments) -> None:
         transaction = TransactionPaths(self.paths)
-        dest = self.info(self.paths.dest)
-        if dest is not None and not dest.is_dir:
-            raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
+        destination_directory(self)
         if self.info(self.paths.job_attempt_dir) is not None:
             raise JobStateError(
                 f"{self.to_url(self.paths.job_attempt_dir)}: job {self.paths.job_id} attempt "

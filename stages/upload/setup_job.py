@@ -5,12 +5,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from ...errors import JobStateError, OutputConflictError
+from ...errors import JobStateError
 from ...markers.heartbeat import lease_document
 from ...markers.layout import MarkerPaths
 from ...protocols.upload.records import UPLOAD_PROTOCOL, UploadPaths
 from ...statistic_names import JOB_STAGE_SETUP
 from ..base import Stage
+from ..destination_probe import destination_directory
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +35,7 @@ class UploadSetupJobStage(Stage[UploadSetupJobArguments, None]):
 
     def execute(self, arguments: UploadSetupJobArguments) -> None:
         layout = UploadPaths(self.paths)
-        dest = self.info(self.paths.dest)
-        if dest is not None and not dest.is_dir:
-            raise OutputConflictError(f"{self.to_url(self.paths.dest)}: destination is a file, not a directory")
+        destination_directory(self)
         sign = f"{UPLOAD_PROTOCOL}\n{uuid.uuid4().hex}\n".encode()
         if self.info(layout.protocol_file) is None:
             lease = lease_document(self.paths.job_id, self.config.heartbeat_expiry_seconds)
