@@ -185,6 +185,11 @@ class StoreOperations(Protocol):
         """True only when the statuses prove two files hold the same bytes."""
         ...
 
+    def is_failed_copy(self, source: str, dest: str) -> bool:
+        """Whether ``dest`` holds what a server-side copy from ``source`` left when the copy failed (a
+        copy-then-delete rename whose copy ended ``failed``): the rename's own leftover, never a file of use."""
+        ...
+
     def mkdirs(self, path: str) -> None:
         """Create a directory and its parents; fine if it exists; ``FileExistsError`` if a file is in the way."""
         ...
@@ -363,6 +368,10 @@ class FsspecStore:
             is_link=bool(raw.get("islink")),
             modified=modified_time(raw),
         )
+
+    def is_failed_copy(self, source: str, dest: str) -> bool:
+        """``False``: a store whose copies finish within the call leaves no failed copy behind."""
+        return False
 
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:
         """True only when the statuses prove two files hold the same bytes: same size and same checksum.
