@@ -39,7 +39,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -215,6 +215,16 @@ def _account_in_host(url: str, host: str) -> str:
     return match.group("account").lower()
 
 
+def _request_name(blob: str) -> str:
+    """A blob's name as a request may carry it: a name with a ``.`` or ``..`` segment (a task opened
+    ``..\\..\\x``, which the service keeps as ``../../x``) with ``\\`` for ``/``, which the service takes back
+    for ``/``, since an HTTP client resolves such segments in a URL and the request then names (and is signed for)
+    another blob."""
+    if any(segment in (".", "..") for segment in blob.split("/")):
+        return blob.replace("/", "\\")
+    return blob
+
+
 def _same_blob(first: str, second: str) -> bool:
     """Whether two blob URLs name the same blob (a copy source's query, such as a SAS, aside)."""
     one, other = urlsplit(first), urlsplit(second)
@@ -242,7 +252,8 @@ class AzureBlobStore(FsspecStore):
     Hadoop's URLs carry); without it, URLs of any container of the account are accepted.
     """
 
-    capabilities = COPY_THEN_DELETE_OBJECT_STORE
+    capabilities = replace(COPY_THEN_DELETE_OBJECT_STORE, separator_aliases="\\")
+    """Azure keeps a blob named ``a\\b`` as ``a/b`` (so does Azurite)."""
     credential_sources = CREDENTIAL_SOURCES
 
     def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None, *, destination: str | None = None) -> None:
@@ -434,7 +445,7 @@ class AzureBlobStore(FsspecStore):
             count = 0
             for name in pending:  # shared: each name is taken by one worker
                 try:
-                    await client.delete_blob(name)
+                    await client.delete_blob(_request_name(name))
                 except ResourceNotFoundError:
                     continue
                 count += 1

@@ -128,6 +128,10 @@ class StoreCapabilities:
     process_local: bool = False
     """The store lives in the committer's process alone (``memory://``): another process that opens its URL
     finds another, empty store, so a job commit's worker processes (``io.processes``) cannot serve it."""
+    separator_aliases: str = ""
+    """Characters the store takes for ``/`` in a name it is given (Azure Blob Storage: ``\\``): a file opened as
+    ``win\\name`` is kept as ``win/name``. A protocol that records the names its tasks open (``transactional``,
+    ``upload``) refuses such a name at the task, so that what a record names is what the store holds."""
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
