@@ -60,7 +60,8 @@ def test_after_a_refused_name_the_job_commits_exactly_what_the_store_holds(azure
 
 
 @pytest.mark.parametrize(
-    ("protocol", "markers"), [("transactional", "direct"), ("transactional", "batched"), ("manifest", "batched")]
+    ("protocol", "markers"),
+    [("transactional", "direct"), ("transactional", "batched"), ("manifest", "batched"), ("v1", "batched")],
 )
 def test_a_task_writing_dot_dot_backslashes_gets_a_clear_error_and_the_abort_leaves_no_temporary(
     azure_container: str, protocol: str, markers: str
@@ -85,3 +86,34 @@ def test_a_rename_never_meets_an_alias_under_the_manifest_protocol(azure_contain
     summary = committer.commit_job()
     assert [name.rpartition("/out/")[2] for name in summary.filenames] == ["win/name.csv"]
     assert _files(committer) == {"win/name.csv": b"listed", "_SUCCESS": _files(committer)["_SUCCESS"]}
+
+
+def test_a_record_naming_a_backslash_counts_the_file_the_store_holds_and_vacuum_keeps_it(azure_container: str) -> None:
+    """A ``_committed_<tid>`` naming ``win\\name-…`` (as this library wrote before it refused such names) governs
+    the blob Azure holds, ``win/name-…``; one whose name leaves its directory once read so (``..\\…``) governs
+    nothing, and deletes nothing."""
+    import time
+
+    import orjson
+
+    from manifest_committer.protocols.transactional.records import attempt_tag, transaction_id
+
+    url = f"abfs://{azure_container}/out"
+    store = mc.ManifestCommitter(url, "job-reader", config=FAST).store
+    root = f"{azure_container}/out"
+    tid = transaction_id("job-old")
+    name = f"name-tid-{tid}-{attempt_tag('attempt_00000_0')}.csv"
+    store.write_bytes(f"{root}/win/{name}", b"committed by job-old")
+    store.write_bytes(f"{root}/sub/{name}", b"committed by job-old too")
+    record = {"added": [f"win\\{name}", f"sub\\{name}"], "removed": [], "jobId": "job-old"}
+    store.write_bytes(f"{root}/_committed_{tid}", orjson.dumps(record))
+    crafted = transaction_id("job-crafted")
+    store.write_bytes(
+        f"{root}/sub/_committed_{crafted}",
+        orjson.dumps({"added": [], "removed": [f"..\\win\\{name}", f"..\\sub\\{name}"], "jobId": "job-crafted"}),
+    )
+    committed = [url_.rpartition("/out/")[2] for url_ in mc.committed_files(url)]
+    assert committed == [f"sub/{name}", f"win/{name}"]
+    assert mc.vacuum(url, retention_hours=0, now=time.time() + 60) == []
+    assert store.read_bytes(f"{root}/win/{name}") == b"committed by job-old"
+    assert store.read_bytes(f"{root}/sub/{name}") == b"committed by job-old too"
