@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 import manifest_committer as mc
+from manifest_committer.protocols.base import CommitterBase
 from tests.fixtures.committing import FAST, run_task, tree, write
 
 pytestmark = pytest.mark.azure
@@ -21,8 +22,8 @@ def _config(markers: str) -> mc.CommitterConfig:
     )
 
 
-def _files(committer: mc.ManifestCommitter | object) -> dict[str, bytes]:
-    return {path: data for path, data in tree(committer).items() if data is not None}  # type: ignore[arg-type]
+def _files(committer: CommitterBase) -> dict[str, bytes]:
+    return {path: data for path, data in tree(committer).items() if data is not None}
 
 
 @pytest.mark.parametrize("markers", ["direct", "batched"])
