@@ -214,6 +214,9 @@ class Stage(ABC, Generic[ArgT, ResultT]):
     def list_dir(self, path: str) -> list[FileStatus]:
         return self.call(OP_LIST_STATUS, lambda: self._store.list_dir(path), path)
 
+    def is_failed_copy(self, source: str, dest: str, *, retry: bool = True) -> bool:
+        return self.call(OP_GET_FILE_STATUS, lambda: self._store.is_failed_copy(source, dest), dest, retry=retry)
+
     def mkdirs(self, path: str) -> None:
         self.call(OP_MKDIRS, lambda: self._store.mkdirs(path), path)
 

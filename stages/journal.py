@@ -25,7 +25,9 @@ A row is this job's when a ``done`` record puts it below ``upTo``; when it is *i
 ``done``: the process died mid-unit; or the row a unit stopped at, not known unmovable) it is this job's only if
 its source is gone and the destination holds a file of its size (the store's rename never overwrites, so only
 this job's rename can have put it there), or, on a copy-then-delete store, if both are there and their checksums
-prove the destination a copy of the source. Every other row is not this job's: a missing source is an error,
+prove the destination a copy of the source. A destination holding what a failed server-side copy of the row's
+source left (``StoreOperations.is_failed_copy``) is this job's leftover, never a file of use: a rerun deletes it
+and renames again, an abort deletes it. Every other row is not this job's: a missing source is an error,
 never "already committed", and a file at its destination is a conflict.
 
 Residual assumption: between a rename's failure and the ``done`` record that says why, a kill leaves the row in
@@ -199,6 +201,9 @@ class Evidence(enum.Enum):
     """The source is gone and the destination holds a file of the row's size (and etag, where kept)."""
     COPIED = "copied"
     """A copy-then-delete rename that copied but did not delete: both there, checksums equal."""
+    FAILED_COPY = "failed copy"
+    """A copy-then-delete rename whose copy failed: the source there, and at the destination what the failed
+    copy left, its store-side copy properties naming this source (``StoreOperations.is_failed_copy``)."""
     NONE = "none"
     """Anything else: not this job's doing."""
 
@@ -220,7 +225,11 @@ def evidence(gate: Gate, row: FileToCommit, *, retry: bool = True) -> Evidence:
     if gate.capabilities.atomic_rename:
         return Evidence.NONE
     dest = gate.info(row.dest, retry=retry)
-    if dest is not None and _matches(dest, row, gate) and gate.same_content(source, dest):
+    if dest is None or dest.is_dir:
+        return Evidence.NONE
+    if gate.is_failed_copy(row.source, row.dest, retry=retry):  # before COPIED: such a blob may carry the checksum
+        return Evidence.FAILED_COPY
+    if _matches(dest, row, gate) and gate.same_content(source, dest):
         return Evidence.COPIED
     return Evidence.NONE
 

@@ -5,6 +5,8 @@ Here ``work_path`` is a virtual directory: each file opened for writing below it
 at the same relative directory, its name carrying the job's tid and the attempt's tag
 (``transactional.records.data_file_name``; the upload protocol keeps the name), and only after its write marker is
 durable, so that job commit and rollback find every file this attempt may have created without listing the destination.
+A name the store would rewrite (a character of its ``separator_aliases``, such as Azure's ``\\``) is refused before
+its marker is recorded: the records name exactly what the store holds.
 What the attempt opened is kept in an ``AttemptFiles`` register, which the task commit of the same committer object
 reads; reads, probes, listings and deletes of paths below ``work_path`` see the attempt's own files under their
 task-side names. Paths outside ``work_path`` are refused: a task of this protocol writes nowhere else.
@@ -85,6 +87,7 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         record_marker: Callable[[str], object],
         files: AttemptFiles,
         make_parents: bool,
+        separator_aliases: str = "",
     ) -> None:
         super().__init__()
         self.target = target
@@ -94,6 +97,8 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         self.record_marker = record_marker
         self.files = files
         self.make_parents = make_parents
+        self.separator_aliases = separator_aliases
+        """The store's ``StoreCapabilities.separator_aliases``: a name holding one is refused."""
 
     @classmethod
     def _strip_protocol(cls, path: Any) -> str:
@@ -112,6 +117,13 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
                 "(its files go straight to their final place)"
             )
         relative = path[len(prefix) :]
+        rewritten = sorted({character for character in relative if character in self.separator_aliases})
+        if rewritten:
+            held = " and ".join(repr(character) for character in rewritten)
+            raise CommitterError(
+                f"{path}: the {self.protocol_name} protocol: a data file path must not hold {held}, which this store "
+                "keeps as '/' (the commit records would name another file than the store holds)"
+            )
         segments = relative.split("/")
         if any(segment in ("", ".", "..") for segment in segments) or any(is_hidden(s) for s in segments):
             raise CommitterError(

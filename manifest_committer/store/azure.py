@@ -12,8 +12,12 @@ the destination, so this binding builds the rename itself from the SDK:
 
 Between 2 and 3 both paths hold the file. A rename interrupted there is finished by the next call: a
 destination whose copy properties name this very source, completed after the source's last change, with the
-same size and Content-MD5, is the rename's own copy; the source is deleted and the call succeeds. Anything else
-at the destination is ``FileExistsError``.
+same size and Content-MD5, is the rename's own copy; the source is deleted and the call succeeds. A copy that
+ends ``failed`` or ``aborted`` leaves a blob at the destination: the rename deletes it (pinned to its etag and
+copy id) and raises ``OSError`` (``EIO``), the source untouched; a blob such a copy left behind (the process died
+first) is recognised by its copy properties (status ``failed`` or ``aborted``, source this very blob), and the
+next rename deletes it and copies again, as ``is_failed_copy`` tells a job's abort. Anything else at the
+destination is ``FileExistsError``.
 
 Etags change with a copy, so ``etags_preserved_in_rename`` is false; Content-MD5 is copied with the blob, so a
 status's ``checksum`` (base64 Content-MD5, when the writer's upload set one) survives a rename.
@@ -35,7 +39,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -64,6 +68,8 @@ COPY_TIMEOUT = 600.0
 """Seconds a pending copy may take before the rename gives up with ``TimeoutError``."""
 DELETE_CONCURRENCY = 16
 """Blob deletes in flight at once within one ``delete_dir``."""
+FAILED_COPY_STATES = frozenset({"failed", "aborted"})
+"""Copy statuses of a copy that ended without the source's bytes: its destination blob holds nothing of use."""
 DELETE_BATCH = 1000
 """Blob names one ``delete_dir`` lists, then deletes, at a time (one listing page): its memory stays bounded
 however many blobs the prefix holds."""
@@ -209,6 +215,22 @@ def _account_in_host(url: str, host: str) -> str:
     return match.group("account").lower()
 
 
+def _request_name(blob: str) -> str:
+    """A blob's name as a request may carry it: a name with a ``.`` or ``..`` segment (a task opened
+    ``..\\..\\x``, which the service keeps as ``../../x``) with ``\\`` for ``/``, which the service takes back
+    for ``/``, since an HTTP client resolves such segments in a URL and the request then names (and is signed for)
+    another blob."""
+    if any(segment in (".", "..") for segment in blob.split("/")):
+        return blob.replace("/", "\\")
+    return blob
+
+
+def _same_blob(first: str, second: str) -> bool:
+    """Whether two blob URLs name the same blob (a copy source's query, such as a SAS, aside)."""
+    one, other = urlsplit(first), urlsplit(second)
+    return (one.netloc, unquote(one.path)) == (other.netloc, unquote(other.path))
+
+
 def _quoted(etag: str) -> str:
     """An etag as the service sends it (quoted): manifests hold it without quotes, Hadoop's may with them."""
     return f'"{etag.strip(chr(34))}"'
@@ -230,7 +252,8 @@ class AzureBlobStore(FsspecStore):
     Hadoop's URLs carry); without it, URLs of any container of the account are accepted.
     """
 
-    capabilities = COPY_THEN_DELETE_OBJECT_STORE
+    capabilities = replace(COPY_THEN_DELETE_OBJECT_STORE, separator_aliases="\\")
+    """Azure keeps a blob named ``a\\b`` as ``a/b`` (so does Azurite)."""
     credential_sources = CREDENTIAL_SOURCES
 
     def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None, *, destination: str | None = None) -> None:
@@ -422,7 +445,7 @@ class AzureBlobStore(FsspecStore):
             count = 0
             for name in pending:  # shared: each name is taken by one worker
                 try:
-                    await client.delete_blob(name)
+                    await client.delete_blob(_request_name(name))
                 except ResourceNotFoundError:
                     continue
                 count += 1
@@ -532,10 +555,12 @@ class AzureBlobStore(FsspecStore):
         if not 200 <= answer.status < 300:
             raise service_error(answer, f"copy of {self.to_url(source)} to {self.to_url(dest)}")
         status = answer.copy_status
-        if status == "pending":
-            status = await self._wait_for_copy(self._clients(source, dest)[1], dest)
         if status != "success":
-            raise OSError(errno.EIO, f"server-side copy ended as {status!r}", dest)
+            dest_client = self._clients(source, dest)[1]
+            if status == "pending":
+                status = await self._wait_for_copy(dest_client, dest)
+            if status != "success":
+                raise await self._failed_copy(dest_client, dest, status, answer.copy_id)
         return _Copied(None, etag)
 
     async def _delete_source_directly(self, etag: str, source: str, dest: str) -> None:
@@ -566,9 +591,28 @@ class AzureBlobStore(FsspecStore):
         if status == "pending":
             status = await self._wait_for_copy(dest_client, dest)
         if status != "success":
-            raise OSError(errno.EIO, f"server-side copy ended as {status!r}", dest)
+            raise await self._failed_copy(dest_client, dest, status, copy.get("copy_id"))
 
-    async def _copy_probed(self, source: str, dest: str) -> _Copied | None:
+    async def _failed_copy(self, dest_client: Any, dest: str, status: str | None, copy_id: str | None) -> OSError:
+        """The error of a copy that ended ``status``, once the blob it left at ``dest`` is deleted (only while it
+        is still that copy's, pinned to its etag); a delete that fails leaves it to ``is_failed_copy``."""
+        from azure.core import MatchConditions
+        from azure.core.exceptions import AzureError
+
+        removed = "its destination blob was removed"
+        try:
+            properties = await dest_client.get_blob_properties()
+            copy = properties.copy
+            if copy is None or copy.status not in FAILED_COPY_STATES or (copy_id and copy.id != copy_id):
+                removed = "nothing of it was found at the destination"
+            else:
+                await dest_client.delete_blob(etag=properties.etag, match_condition=MatchConditions.IfNotModified)
+        except AzureError as error:
+            log.warning("Could not remove what the failed copy to %s left: %s", dest, error)
+            removed = "what it left at the destination is removed by the next rename or the job's abort"
+        return OSError(errno.EIO, f"server-side copy ended as {status!r}; {removed}", dest)
+
+    async def _copy_probed(self, source: str, dest: str, *, first: bool = True) -> _Copied | None:
         from azure.core import MatchConditions
         from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
@@ -601,7 +645,7 @@ class AzureBlobStore(FsspecStore):
             )
         except ResourceExistsError:
             # Azurite 3.35 answers a destination that exists with 409 BlobAlreadyExists (measured).
-            return await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest)
+            return await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest, first=first)
         except ResourceNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "rename source vanished during the rename", source) from None
         except ResourceModifiedError as error:
@@ -610,7 +654,7 @@ class AzureBlobStore(FsspecStore):
             # is 412 too (SourceConditionNotMet on Azure; Azurite says ConditionNotMet for both, measured).
             # Where the code does not say "source", the destination decides: anything there is the 409 case.
             if getattr(error, "error_code", None) != "SourceConditionNotMet" and await self._exists(dest_client):
-                return await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest)
+                return await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest, first=first)
             if not await self._exists(source_client):
                 raise FileNotFoundError(errno.ENOENT, "rename source vanished during the rename", source) from None
             raise SourceChangedError(
@@ -627,14 +671,51 @@ class AzureBlobStore(FsspecStore):
         )
 
     async def _finish_or_refuse(
-        self, source_client: Any, source_probe: Any, dest_client: Any, source: str, dest: str
-    ) -> _Copied:
+        self, source_client: Any, source_probe: Any, dest_client: Any, source: str, dest: str, *, first: bool
+    ) -> _Copied | None:
         """Something is at the destination: finish an interrupted rename of this very copy (its source is to be
-        deleted), else refuse."""
+        deleted), or delete what a failed copy of this source left and copy again (once), else refuse."""
         if await self._is_own_copy(source_client, source_probe, dest_client):
             log.info("Finishing an interrupted rename of %s to %s: deleting the source", source, dest)
             return _Copied(source_client, source_probe.etag)
+        if first and await self._delete_failed_copy(source_client, dest_client):
+            log.info("Deleted what a failed copy of %s left at %s; copying again", source, dest)
+            return await self._copy_probed(source, dest, first=False)
         raise FileExistsError(errno.EEXIST, "rename destination exists", dest)
+
+    def is_failed_copy(self, source: str, dest: str) -> bool:
+        """Whether ``dest`` holds what a server-side copy from ``source`` left when it failed or was aborted."""
+        source_client, dest_client = self._clients(source, dest)
+        return sync(self.fs.loop, self._failed_copy_properties, source_client, dest_client) is not None
+
+    async def _failed_copy_properties(self, source_client: Any, dest_client: Any) -> Any:
+        """The destination's properties when its copy properties say a copy from this source failed; else ``None``."""
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            properties = await dest_client.get_blob_properties()
+        except ResourceNotFoundError:
+            return None
+        copy = properties.copy
+        if copy is None or copy.status not in FAILED_COPY_STATES or not copy.source:
+            return None
+        return properties if _same_blob(copy.source, source_client.url) else None
+
+    async def _delete_failed_copy(self, source_client: Any, dest_client: Any) -> bool:
+        """Delete the destination if a failed copy of this source left it, pinned to the etag that says so."""
+        from azure.core import MatchConditions
+        from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
+
+        properties = await self._failed_copy_properties(source_client, dest_client)
+        if properties is None:
+            return False
+        try:
+            await dest_client.delete_blob(etag=properties.etag, match_condition=MatchConditions.IfNotModified)
+        except ResourceNotFoundError:
+            pass
+        except ResourceModifiedError:
+            return False  # rewritten since: no longer the failed copy
+        return True
 
     @staticmethod
     async def _exists(client: Any) -> bool:
@@ -675,9 +756,7 @@ class AzureBlobStore(FsspecStore):
         copy = dest.copy
         if copy is None or copy.status != "success" or not copy.source or copy.completion_time is None:
             return False
-        copied_from = urlsplit(copy.source)
-        expected = urlsplit(source_client.url)
-        if (copied_from.netloc, unquote(copied_from.path)) != (expected.netloc, unquote(expected.path)):
+        if not _same_blob(copy.source, source_client.url):
             return False
         if copy.completion_time < source.last_modified or dest.size != source.size:
             return False

@@ -66,11 +66,13 @@ class SharedKey:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What the service answered: its status, error code (``x-ms-error-code``) and copy status."""
+    """What the service answered: its status, error code (``x-ms-error-code``), copy status and copy id."""
 
     status: int
     error_code: str | None
     copy_status: str | None
+    copy_id: str | None = None
+    """``x-ms-copy-id``: names this copy among any other into the same blob (a failed one is removed by it)."""
 
 
 class _HttpDate:
@@ -169,7 +171,10 @@ class DirectBlobRequests:
         ) as response:
             await response.read()
             return Answer(
-                response.status, response.headers.get("x-ms-error-code"), response.headers.get("x-ms-copy-status")
+                response.status,
+                response.headers.get("x-ms-error-code"),
+                response.headers.get("x-ms-copy-status"),
+                response.headers.get("x-ms-copy-id"),
             )
 
 

@@ -128,6 +128,10 @@ class StoreCapabilities:
     process_local: bool = False
     """The store lives in the committer's process alone (``memory://``): another process that opens its URL
     finds another, empty store, so a job commit's worker processes (``io.processes``) cannot serve it."""
+    separator_aliases: str = ""
+    """Characters the store takes for ``/`` in a name it is given (Azure Blob Storage: ``\\``): a file opened as
+    ``win\\name`` is kept as ``win/name``. A protocol that records the names its tasks open (``transactional``,
+    ``upload``) refuses such a name at the task, so that what a record names is what the store holds."""
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(
@@ -183,6 +187,11 @@ class StoreOperations(Protocol):
 
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:
         """True only when the statuses prove two files hold the same bytes."""
+        ...
+
+    def is_failed_copy(self, source: str, dest: str) -> bool:
+        """Whether ``dest`` holds what a server-side copy from ``source`` left when the copy failed (a
+        copy-then-delete rename whose copy ended ``failed``): the rename's own leftover, never a file of use."""
         ...
 
     def mkdirs(self, path: str) -> None:
@@ -363,6 +372,10 @@ class FsspecStore:
             is_link=bool(raw.get("islink")),
             modified=modified_time(raw),
         )
+
+    def is_failed_copy(self, source: str, dest: str) -> bool:
+        """``False``: a store whose copies finish within the call leaves no failed copy behind."""
+        return False
 
     def same_content(self, first: FileStatus, second: FileStatus) -> bool:
         """True only when the statuses prove two files hold the same bytes: same size and same checksum.

@@ -95,6 +95,9 @@ class WrappingStore:
     def mkdirs(self, path: str) -> None:
         self.around("mkdirs", path, lambda: self.inner.mkdirs(path))
 
+    def is_failed_copy(self, source: str, dest: str) -> bool:
+        return bool(self.around("info", dest, lambda: self.inner.is_failed_copy(source, dest)))
+
     def rename_file(self, source: str, dest: str) -> None:
         self.around("rename_file", f"{source} -> {dest}", lambda: self.inner.rename_file(source, dest))
 

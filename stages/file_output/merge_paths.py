@@ -109,6 +109,11 @@ class MergePathsStage(Stage[MergePathsArguments, MergePathsResult]):
             for child in sorted(children, key=lambda status: status.path):
                 name = child.path.rstrip("/").rsplit("/", 1)[-1]
                 child_relative = posixpath.join(relative, name) if relative else name
+                if name in ("", ".", ".."):  # a store that keeps such segments (Azure, of a task's '..\\x')
+                    raise CommitterError(
+                        f"{self.to_url(child.path)}: the output of task {source.task_id} has a {name!r} path "
+                        "segment, which would lead out of its directory; not committed"
+                    )
                 self._refuse_link(child, source.task_id)
                 if child.is_dir:
                     stack.append((child.path, child_relative))

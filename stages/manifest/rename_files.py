@@ -444,6 +444,11 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
                 # A copy-then-delete rename of this job that copied but did not delete: finish it.
                 self.delete_file(source)
                 return RenameOutcome.RECOVERED
+            if proof is Evidence.FAILED_COPY:
+                # What a failed copy of this job's rename left (no file of use): deleted, and the file renamed.
+                self.delete_file(dest)
+                self.rename_file(source, dest)
+                return RenameOutcome.RENAMED
         if not self.config.delete_target_files:
             what = "a directory" if found.is_dir else f"a file of {found.size} bytes"
             raise _NotMovableError(

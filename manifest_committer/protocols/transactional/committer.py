@@ -107,6 +107,7 @@ class TransactionalCommitter(MarkerProtocolCommitter[str, TransactionalCommitJob
             record_marker=self._markers.client(attempt_id).create,
             files=self._register(attempt_id),
             make_parents=self._store.capabilities.real_directories,
+            separator_aliases=self._store.capabilities.separator_aliases,
         )
 
     def _commit_task_arguments(

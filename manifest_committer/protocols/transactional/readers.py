@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ...admission import relative_problem
 from ...config import CommitterConfig
 from ...errors import ConfigError
 from ...markers.heartbeat import job_liveness
@@ -230,7 +231,7 @@ def _read_table(store: StoreOperations, root: str, retry: RetryPolicy) -> _Table
                         table.data_files.append(status)
         loaded = pool.map(lambda path: _load_record(store, path, retry), sorted(table.records))
         for path, record in zip(sorted(table.records), loaded, strict=True):
-            _apply_record(table, path, record)
+            _apply_record(table, path, record, store.capabilities.separator_aliases)
     return table
 
 
@@ -293,17 +294,37 @@ def _load_record(store: StoreOperations, path: str, retry: RetryPolicy) -> Trans
     return TransactionRecord.from_json(data, store.to_url(path))
 
 
-def _apply_record(table: _Table, path: str, record: TransactionRecord) -> None:
+def _apply_record(table: _Table, path: str, record: TransactionRecord, aliases: str) -> None:
     directory = posixpath.dirname(path)
     tid = committed_record_tid(posixpath.basename(path))
     assert tid is not None  # only records are loaded
-    table.added.setdefault(tid, set()).update(posixpath.join(directory, name) for name in record.added)
+    added = _as_stored(record.added, aliases, path)
+    table.added.setdefault(tid, set()).update(posixpath.join(directory, name) for name in added)
     table.record_dirs.setdefault(tid, set()).add(directory)
     modified = table.records[path].modified
-    for name in record.removed:
+    for name in _as_stored(record.removed, aliases, path):
         removed = posixpath.join(directory, name)
         earlier = table.removed.get(removed)
         table.removed[removed] = _newest(earlier, modified) if removed in table.removed else modified
+
+
+def _as_stored(names: Iterable[str], aliases: str, record: str) -> list[str]:
+    """A record's names as the store holds them: each of the store's ``separator_aliases`` (Azure's ``\\``) read
+    as ``/``, as the store read it when the file was written; a name that is then no plain relative path
+    (``..\\x``) names nothing in the record's directory and is left out."""
+    if not aliases:
+        return list(names)
+    stored: list[str] = []
+    for name in names:
+        kept = name
+        for alias in aliases:
+            kept = kept.replace(alias, "/")
+        problem = relative_problem(kept)
+        if problem is None:
+            stored.append(kept)
+        else:
+            log.warning("%s: ignoring the name %r, which this store keeps as %r, which %s", record, name, kept, problem)
+    return stored
 
 
 def _newest(first: float | None, second: float | None) -> float | None:

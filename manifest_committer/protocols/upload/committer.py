@@ -110,6 +110,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
             save_record=functools.partial(self._save_record, attempt_id),
             discard=functools.partial(self._discard, attempt_id),
             record_started=functools.partial(self._record_started, attempt_id),
+            separator_aliases=self._store.capabilities.separator_aliases,
         )
 
     def _uploads_store(self) -> UploadStore:

@@ -78,6 +78,7 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
         save_record: Callable[[str, PendingUpload], None],
         discard: Callable[[str, PendingUpload], None],
         record_started: Callable[[str, str, str], None] | None = None,
+        separator_aliases: str = "",
     ) -> None:
         super().__init__(
             target,
@@ -87,6 +88,7 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
             record_marker=record_marker,
             files=AttemptFiles(),
             make_parents=False,
+            separator_aliases=separator_aliases,
         )
         self.uploads = uploads
         self.save_record = save_record
