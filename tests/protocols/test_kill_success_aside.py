@@ -81,7 +81,6 @@ def test_command_line_abort_after_kill(
 # --- the upload protocol on S3: setup leaves the earlier _SUCCESS in place, the commit point replaces it ---------
 
 UPLOAD_KILLS = [
-    NthCall("write_bytes", 1, "~/commit-started"),
     NthCall("complete_upload", 2, ""),  # one upload completed: a partial commit
     NthCall("write_bytes", 2, "_SUCCESS"),  # right before the commit point
     NthCall("list_uploads", 1, ""),  # after it
