@@ -29,12 +29,19 @@ from tests.fixtures.killing.states import KilledStates, in_place
 from tests.fixtures.killing.success_aside import SetAsideScenario
 from tests.fixtures.killing.upload import UploadScenario
 
-SCENARIOS = [SetAsideScenario(Path("."), protocol) for protocol in ("manifest", "v1")]
+SCENARIOS = [
+    *(SetAsideScenario(Path("."), protocol) for protocol in ("manifest", "v1")),
+    SetAsideScenario(Path("."), "manifest", newer_meanwhile=True),
+]
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    parametrize_kills(metafunc, SCENARIOS, lambda template, point: f"{template.protocol} {point.id}")
+    parametrize_kills(metafunc, SCENARIOS, case_id)
+
+
+def case_id(template: SetAsideScenario, point: KillPoint) -> str:
+    return f"{template.protocol}{' newer meanwhile' if template.newer_meanwhile else ''} {point.id}"
 
 
 def test_abort_after_kill(commit_kill: KillPoint, scenario: SetAsideScenario, killed_states: KilledStates) -> None:
