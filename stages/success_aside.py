@@ -4,8 +4,10 @@ commit point.
 A job's setup takes the ``_SUCCESS`` it finds out of the destination (so that it is never taken for this job's,
 as Hadoop deletes it) by renaming it into the job attempt's directory (``aside``: ``previous-_SUCCESS``, or
 ``_PREVIOUS_SUCCESS`` in the v1/v2 layout); its job commit does the same with a ``_SUCCESS`` another job wrote
-since (``SaveSuccessStage``). The store's rename never overwrites and moves the bytes as they are, so an earlier
-``_SUCCESS`` is at every moment in the destination or in exactly one job's directory, never lost and never two.
+since (``SaveSuccessStage``), in place of the older copy it kept. The store's rename never overwrites and moves
+the bytes as they are, so the ``_SUCCESS`` last in the destination is at every moment there or in one job's
+directory (on a store whose rename copies then deletes, a kill in between leaves it in both: the one in the
+destination stays).
 
 An abort before the commit point puts its copy back, by a rename that fails if a ``_SUCCESS`` is there by then,
 and only when its copy is the newest of every copy set aside under ``_temporary``: a copy is taken out of the
