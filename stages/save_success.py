@@ -34,8 +34,9 @@ class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
     ``<job attempt dir>/previous-_SUCCESS``; rename ours into place.
 
     Never delete-then-rename: until ours is in place, the earlier ``_SUCCESS`` is either in the destination or
-    kept in the job attempt directory, where an abort puts it back (``AbortJobStage``). A rerun after a kill
-    in between finds the earlier one kept and only renames ours in.
+    kept in the job attempt directory, where an abort puts it back (``success_aside``). A copy kept there
+    already (by setup, or an earlier run) gives way to a ``_SUCCESS`` in place, which is newer. A rerun after a
+    kill in between finds the earlier one kept and only renames ours in.
     Precondition: every file is committed (and validated, if asked). Postcondition: ``_SUCCESS`` is this
     job's complete summary (the commit point); readers never see a half-written one.
     """
@@ -63,12 +64,12 @@ class SaveSuccessStage(Stage[SaveSuccessArguments, SaveSuccessResult]):
                 run_together(self.context.pool, steps, max_in_flight=self.context.max_in_flight)
                 with self.stats.track(COMMIT_FILE_RENAME):
                     if found[0] is not None:
-                        if self.info(aside, retry=False) is None:
-                            log.info("Keeping the earlier %s as %s", self.to_url(final), self.to_url(aside))
-                            self.rename_file(final, aside, retry=False)
-                        else:
-                            # An earlier run (or attempt) of this commit already kept the older one.
-                            self.delete_file(final, retry=False)
+                        if self.info(aside, retry=False) is not None:
+                            # What setup (or an earlier run) kept is older than the one in place, which
+                            # another job wrote since: an abort puts back the newer, never the older.
+                            self.delete_file(aside, retry=False)
+                        log.info("Keeping the earlier %s as %s", self.to_url(final), self.to_url(aside))
+                        self.rename_file(final, aside, retry=False)
                     self.rename_file(temp, final, retry=False)
 
         self.context.save_retry.call(attempt, f"{TASK_STAGE_SAVE_SUMMARY_FILE} {final}")

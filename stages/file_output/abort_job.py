@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ...entry_file import FileToCommit
 from ...statistic_names import JOB_STAGE_ABORT
 from ..journal import Evidence, evidence
+from ..success_aside import restore
 from .base import FileOutputStage
 from .cleanup import FileOutputCleanupArguments, FileOutputCleanupResult, FileOutputCleanupStage
 from .journal import FileOutputCommitRecord, committed_summary, read_commit_record, source_path
@@ -36,7 +37,8 @@ class FileOutputAbortJobStage(FileOutputStage[FileOutputAbortJobArguments, FileO
 
     Before the commit point (this job's ``_SUCCESS``, or ``_COMMIT_FINISHED.json``), the files the commit's
     record names and the store shows it moved (``stages/file_output/journal.py``) are deleted, the
-    ``_SUCCESS`` it moved aside is put back, and the directories it created are removed if empty: the
+    ``_SUCCESS`` that setup or the commit set aside is put back (unless one is in place or set aside since:
+    ``success_aside``), and the directories it created are removed if empty: the
     destination is as before the job, except for v2's committed tasks' files, which its task commits had
     published before any job commit (v2's known flaw, kept). After the commit point the output stays. A foreign
     file is never touched, whatever its size. Only the job that holds the layout acts. Cleanup errors are
@@ -65,7 +67,7 @@ class FileOutputAbortJobStage(FileOutputStage[FileOutputAbortJobArguments, FileO
                 record = read_commit_record(self)
                 if record is not None:
                     reverted = self._revert_files(record)
-                self._restore_previous_success()
+                restore(self, self.layout.success_path, self.layout.previous_success_path)
                 if record is not None:
                     self._remove_created_directories(record)
         cleanup = FileOutputCleanupStage(self.context).apply(FileOutputCleanupArguments(suppress_errors=True))
@@ -89,16 +91,6 @@ class FileOutputAbortJobStage(FileOutputStage[FileOutputAbortJobArguments, FileO
                 "%s: deleted %d files job %s had moved into the destination", self.name, reverted, self.paths.job_id
             )
         return reverted
-
-    def _restore_previous_success(self) -> None:
-        """Put back the ``_SUCCESS`` the commit moved aside, unless another has been written since."""
-        aside, success = self.layout.previous_success_path, self.layout.success_path
-        if self.info(aside) is None:
-            return
-        if self.info(success) is not None:
-            log.warning("Not restoring %s: %s was written since", self.to_url(aside), self.to_url(success))
-            return
-        self.rename_file(aside, success)
 
     def _remove_created_directories(self, record: FileOutputCommitRecord) -> None:
         for relative in sorted(record.created_directories, key=lambda d: (-d.count("/"), d)):

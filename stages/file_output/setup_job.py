@@ -9,13 +9,14 @@ from ...protocols.file_output.layout import LayoutHolder
 from ...protocols.names import ProtocolName
 from ...statistic_names import JOB_STAGE_SETUP
 from ..destination_probe import destination_directory
+from ..success_aside import set_aside
 from .base import FileOutputStage
 
 
 @dataclass(frozen=True, slots=True)
 class FileOutputSetupJobArguments:
     delete_success_marker: bool
-    """Remove an older ``_SUCCESS`` so it cannot be mistaken for this job's, as the manifest protocol does."""
+    """Set an older ``_SUCCESS`` aside so it cannot be mistaken for this job's, as the manifest protocol does."""
     protocol: ProtocolName
     """``v1`` or ``v2``: recorded in ``_JOB`` beside the job id, for ``status`` and the on-call commands."""
 
@@ -32,8 +33,8 @@ class FileOutputSetupJobStage(FileOutputStage[FileOutputSetupJobArguments, FileO
     first one's committed tasks and its cleanup deletes them. Here a second job's setup is refused instead
     (``JobStateError`` naming the job that holds it; ``abort_job`` of a dead one frees it).
     Precondition: the destination is not a file; no other job holds the directory, and it is empty if it
-    exists. Postcondition: the task attempts' parent directory exists, ``_JOB`` names this job, and
-    ``_SUCCESS`` is gone if asked.
+    exists. Postcondition: the task attempts' parent directory exists, ``_JOB`` names this job, and if asked,
+    ``_SUCCESS`` is gone from the destination, kept as ``_PREVIOUS_SUCCESS`` for an abort to put back.
     """
 
     name = JOB_STAGE_SETUP
@@ -57,5 +58,5 @@ class FileOutputSetupJobStage(FileOutputStage[FileOutputSetupJobArguments, FileO
         self.mkdirs(layout.task_attempts_dir)
         self.write_bytes(layout.owner_path, LayoutHolder(self.paths.job_id, arguments.protocol).to_bytes())
         if arguments.delete_success_marker:
-            self.delete_file(layout.success_path)
+            set_aside(self, layout.success_path, layout.previous_success_path)
         return FileOutputSetupJobResult(layout.job_attempt_dir)

@@ -21,6 +21,7 @@ from ..journal import (
     evidence,
     read_commit_record,
 )
+from ..success_aside import restore
 from .load_manifests import LoadManifestsArguments, LoadManifestsStage
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,8 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
     What to undo comes from the journal (``stages/journal.py``), never from sizes: the attempts recorded in
     ``commit-started`` (an extra manifest in ``manifests/`` changes nothing), the files the journal shows this
     job moved (deleted again), the directories it recorded creating (removed if empty, deepest first), and the
-    ``_SUCCESS`` it moved aside (put back). A user's file, even one of the same size at a destination of the
+    ``_SUCCESS`` that setup or the commit set aside (put back, unless one is in place or set aside since:
+    ``success_aside``). A user's file, even one of the same size at a destination of the
     job, is never touched. Files deleted under ``delete.target.files`` ("replace") cannot come back.
     A job past its commit point (``commit-finished``, or its ``_SUCCESS`` in place) is not reverted.
     Cleanup errors are logged, not raised, as in Hadoop, so an abort never hides the failure that caused it.
@@ -71,9 +73,12 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         remove_dead_spill_files(arguments.spill_directory, self.paths.job_id)
         reverted = removed = 0
         record = read_commit_record(self)
-        if record is not None and committed_summary(self) is None:
-            reverted, removed = self._revert(arguments, record)
-            self.delete_file(self.paths.commit_started_path)  # nothing of this commit is left to undo
+        if committed_summary(self) is None:
+            if record is not None:
+                reverted, removed = self._revert(arguments, record)
+            restore(self, self.paths.success_path, self.paths.job_dir)
+            if record is not None:
+                self.delete_file(self.paths.commit_started_path)  # nothing of this commit is left to undo
         cleanup = clean_up_job(self, suppress_errors=True)
         return AbortJobResult(reverted, removed, cleanup)
 
@@ -105,7 +110,6 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
         for directory in sorted(journal.created_directories(), key=lambda path: (-path.count("/"), path)):
             if self.remove_empty_dir(directory):
                 removed += 1
-        self._restore_previous_success()
         log.info(
             "%s: reverted %d files and %d directories of job %s",
             self.name,
@@ -122,14 +126,3 @@ class AbortJobStage(Stage[AbortJobArguments, AbortJobResult]):
                 log.debug("Reverted %s", row.dest_url)
                 count += 1
         return count
-
-    def _restore_previous_success(self) -> None:
-        """Put back the ``_SUCCESS`` that the commit moved aside, unless another has been written since."""
-        aside, success = self.paths.previous_success_path, self.paths.success_path
-        if self.info(aside) is None:
-            return
-        if self.info(success) is not None:
-            log.warning("Not restoring %s: %s was written since", self.to_url(aside), self.to_url(success))
-            return
-        self.rename_file(aside, success)
-        log.info("Restored the earlier %s", self.to_url(success))

@@ -9,6 +9,7 @@ from ...errors import JobStateError, ManifestError
 from ...statistic_names import JOB_STAGE_ABORT
 from ..base import Stage
 from ..journal import Journal, JournalRun, committed_summary, read_commit_record
+from ..success_aside import would_restore
 from .abort_job import rows_to_revert
 from .load_manifests import LoadManifestsArguments, LoadManifestsStage
 
@@ -34,7 +35,7 @@ class AbortPlan:
     """Directories the commit created, which an abort removes if they are empty then (stores with real
     directories only: on object stores they are implied by the files and go with them)."""
     restore_success: bool = False
-    """The ``_SUCCESS`` the commit moved aside would be put back."""
+    """The ``_SUCCESS`` that setup or the commit set aside would be put back (``success_aside``)."""
     job_directory: str | None = None
     """The job's directory under ``_temporary``, which the cleanup deletes (``None``: none, or cleanup skipped)."""
     manifests_unusable: str | None = None
@@ -57,8 +58,11 @@ class PlanAbortStage(Stage[PlanAbortArguments, AbortPlan]):
         job_directory = None
         if not self.config.cleanup_skipped and self.info(self.paths.job_dir) is not None:
             job_directory = self.to_url(self.paths.job_dir)
-        if record is None or committed:
+        if committed:
             return AbortPlan(committed, record is not None, job_directory=job_directory)
+        restore = would_restore(self, self.paths.success_path, self.paths.job_dir) is not None
+        if record is None:
+            return AbortPlan(False, False, restore_success=restore, job_directory=job_directory)
         journal = Journal(self, JournalRun.abort(self, record.unit_size))
         files: list[str] = []
         unusable = None
@@ -77,6 +81,5 @@ class PlanAbortStage(Stage[PlanAbortArguments, AbortPlan]):
         directories = []
         if self.capabilities.real_directories:  # elsewhere a directory is implied by its files and goes with them
             directories = [self.to_url(path) for path in journal.created_directories() if self.info(path) is not None]
-        restore = self.info(self.paths.previous_success_path) is not None and self.info(self.paths.success_path) is None
         self.context.active_stage = self.name
         return AbortPlan(False, True, sorted(files), directories, restore, job_directory, unusable)

@@ -8,12 +8,14 @@ from ...errors import JobStateError
 from ...statistic_names import JOB_STAGE_SETUP
 from ..base import Stage
 from ..destination_probe import destination_directory
+from ..success_aside import set_aside
 
 
 @dataclass(frozen=True, slots=True)
 class SetupJobArguments:
     delete_success_marker: bool
-    """Remove an older ``_SUCCESS`` so it cannot be mistaken for this job's (Hadoop does the same)."""
+    """Take an older ``_SUCCESS`` out of the destination so it cannot be mistaken for this job's (Hadoop deletes
+    it); it is set aside in the job attempt directory, for an abort to put back (``success_aside``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +27,8 @@ class SetupJobStage(Stage[SetupJobArguments, SetupJobResult]):
     """Create ``manifests/`` and ``tasks/`` under a new job attempt directory.
 
     Precondition: the job attempt directory does not exist (a new attempt number gets a new one) and the
-    destination is not a file. Postcondition: both directories exist; ``_SUCCESS`` is gone if asked.
+    destination is not a file. Postcondition: both directories exist; if asked, ``_SUCCESS`` is gone from the
+    destination, kept as ``previous-_SUCCESS`` in the job attempt directory.
     """
 
     name = JOB_STAGE_SETUP
@@ -41,5 +44,5 @@ class SetupJobStage(Stage[SetupJobArguments, SetupJobResult]):
         self.mkdirs(self.paths.manifest_dir)
         self.mkdirs(self.paths.task_attempts_dir)
         if arguments.delete_success_marker:
-            self.delete_file(self.paths.success_path)
+            set_aside(self, self.paths.success_path, self.paths.previous_success_path)
         return SetupJobResult(attempt_dir)

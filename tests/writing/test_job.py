@@ -118,8 +118,8 @@ def test_a_failed_overwrite_leaves_the_old_output(destination: str, protocol: st
     assert data_files(destination) == before
     assert read_rows(destination, COLUMNS) == [("a", 1)]
     assert done.rows == 1
-    # Job setup deletes an older _SUCCESS (as Hadoop does); the failed job never writes its own.
-    assert not has_success(destination) or SuccessData.load(f"{destination}/_SUCCESS").job_id == old_summary.job_id
+    # Job setup set the older _SUCCESS aside (Hadoop deletes it); the abort put it back.
+    assert SuccessData.load(f"{destination}/_SUCCESS").job_id == old_summary.job_id
 
 
 @pytest.mark.parametrize("protocol", ["manifest", "v1", "v2"])

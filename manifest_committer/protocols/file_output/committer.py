@@ -81,7 +81,7 @@ class FileOutputCommitter(CommitterBase[FileOutputCommitJobResult, FileOutputAbo
         return [layout.task_attempts_dir, layout.job_attempt_dir, layout.pending_dir]
 
     def _setup_job_arguments(self) -> FileOutputSetupJobArguments:
-        """Claim ``_temporary/<appAttempt>`` for this job; remove an older ``_SUCCESS`` if the marker is on."""
+        """Claim ``_temporary/<appAttempt>`` for this job; set an older ``_SUCCESS`` aside if the marker is on."""
         return FileOutputSetupJobArguments(self.config.mark_successful_jobs, self.protocol)
 
     def _setup_task_arguments(self, task: TaskAttempt) -> FileOutputSetupTaskArguments:

@@ -15,6 +15,7 @@ from ...manifest import TaskManifest
 from ...paths import TEMPORARY_DIR, TRASH_DIR, JobPaths, is_valid_id
 from ...stages.file_output.journal import committed_summary, read_commit_record
 from ...stages.reads import StateReads
+from ...stages.success_aside import would_restore
 from ..base import CommitterBase
 from ..job_state import (
     NOT_ROLLED_BACK,
@@ -70,7 +71,8 @@ class FileOutputOperations:
             if not is_dir and name.endswith(".json")
         ]
         commit = _inspect_commit(reads, reports)
-        would = _what_would_happen(protocol, task_attempts, reports, commit)
+        restores = would_restore(reads, layout.success_path, layout.previous_success_path) is not None
+        would = _what_would_happen(protocol, task_attempts, reports, commit, restores=restores)
         return describe_attempt(
             reads,
             protocol,
@@ -136,9 +138,17 @@ def _inspect_commit(reads: StateReads, reports: list[ManifestStatus]) -> CommitP
 
 
 def _what_would_happen(
-    protocol: ProtocolName, task_attempts: list[str], reports: list[ManifestStatus], commit: CommitProgress | None
+    protocol: ProtocolName,
+    task_attempts: list[str],
+    reports: list[ManifestStatus],
+    commit: CommitProgress | None,
+    *,
+    restores: bool,
 ) -> tuple[str, str]:
+    """What ``commit`` and ``abort`` would do; ``restores``: an abort would put back an earlier ``_SUCCESS``
+    that the job set aside (``success_aside.would_restore``)."""
     state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(reports)} task reports)"
+    put_back = "put back the earlier _SUCCESS that the job set aside, then " if restores else ""
     if commit is not None and commit.finished:
         return (
             "finish the cleanup only: the commit point has passed and the output is in place",
@@ -149,8 +159,8 @@ def _what_would_happen(
         return (
             f"resume the interrupted job commit of {len(commit.accepted)} tasks ({commit.files:,} files), moving "
             "what its plan names and is not moved yet, then write _SUCCESS",
-            f"delete the files this commit moved (per its plan and the store's evidence), put back an earlier "
-            f"_SUCCESS it moved aside, then {state}{kept}",
+            f"delete the files this commit moved (per its plan and the store's evidence), {put_back or 'then '}"
+            f"{state}{kept}",
         )
     files = sum(r.files for r in reports)
     size = sum(r.bytes for r in reports)
@@ -159,4 +169,4 @@ def _what_would_happen(
         if protocol is ProtocolName.V1
         else f"nothing to move ({len(reports)} committed tasks' {files:,} files, {size:,} bytes, are in place); "
     )
-    return merge + "write _SUCCESS", f"{state}; the destination is untouched by the job commit{kept}"
+    return merge + "write _SUCCESS", f"{put_back}{state}; the destination is untouched by the job commit{kept}"

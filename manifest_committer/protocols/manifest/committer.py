@@ -53,7 +53,7 @@ class ManifestCommitter(CommitterBase[CommitJobResult, AbortJobResult]):
         return [self.paths.task_attempts_dir, self.paths.job_attempt_dir, self.paths.job_dir]
 
     def _setup_job_arguments(self) -> SetupJobArguments:
-        """Create the job attempt directory; remove an older ``_SUCCESS`` if the marker is on."""
+        """Create the job attempt directory; set an older ``_SUCCESS`` aside if the marker is on."""
         return SetupJobArguments(self.config.mark_successful_jobs)
 
     def _setup_task_arguments(self, task: TaskAttempt) -> SetupTaskArguments:

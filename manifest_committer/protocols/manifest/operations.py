@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...stages.reads import StateReads
+from ...stages.success_aside import would_restore
 from ...statistic_names import COMMIT_FILE_RENAME_RECOVERED, COMMITTER_FILES_ALREADY_COMMITTED
 from ...success_data import SUCCESS_MARKER
 from ..base import CommitterBase
@@ -52,7 +53,8 @@ class ManifestOperations:
         task_attempts = task_attempt_directories(reads)
         manifests = inspect_manifests(reads)
         commit = inspect_commit(reads, manifests)
-        would = _what_would_happen(task_attempts, manifests, commit)
+        restores = would_restore(reads, paths.success_path, paths.job_dir) is not None
+        would = _what_would_happen(task_attempts, manifests, commit, restores=restores)
         return describe_attempt(
             reads,
             _THIS,
@@ -110,7 +112,8 @@ def _plan_lines(committer: ManifestCommitter, job: str) -> list[str]:
     if plan.committed:
         lines.append("  keep the output: the job is committed")
     elif not plan.commit_started:
-        lines.append("  change nothing in the destination: no job commit had started")
+        untouched = "revert no files" if plan.restore_success else "change nothing in the destination"
+        lines.append(f"  {untouched}: no job commit had started")
     else:
         if plan.manifests_unusable is not None:
             lines.append(f"  not revert files: the manifests are unusable now ({plan.manifests_unusable})")
@@ -119,8 +122,8 @@ def _plan_lines(committer: ManifestCommitter, job: str) -> list[str]:
         if plan.directories:
             lines.append(f"  remove {len(plan.directories):,} directories it created, if empty then:")
             lines += listed(plan.directories)
-        if plan.restore_success:
-            lines.append(f"  put back the earlier {SUCCESS_MARKER} that the commit moved aside")
+    if plan.restore_success:
+        lines.append(f"  put back the earlier {SUCCESS_MARKER} that the job set aside")
     if plan.job_directory is not None:
         lines.append(f"  delete the job's state {plan.job_directory}")
     elif state_left(committer):
@@ -138,9 +141,13 @@ def _details(already: int, recovered: int) -> str:
 
 
 def _what_would_happen(
-    task_attempts: list[str], manifests: list[ManifestStatus], commit: CommitProgress | None
+    task_attempts: list[str], manifests: list[ManifestStatus], commit: CommitProgress | None, *, restores: bool
 ) -> tuple[str, str]:
+    """What ``commit`` and ``abort`` would do; ``restores``: an abort would put back an earlier ``_SUCCESS``
+    that the job set aside (``success_aside.would_restore``)."""
     state = f"delete the job's state ({len(task_attempts)} task attempt directories, {len(manifests)} manifests)"
+    put_back = f"put back the earlier {SUCCESS_MARKER} that the job set aside, then " if restores else ""
+    untouched = "; the destination is untouched" if not restores else ""
     if commit is not None and commit.finished:
         return (
             "finish the cleanup only: the commit point has passed and the output is in place",
@@ -152,16 +159,14 @@ def _what_would_happen(
             f"resume the interrupted job commit of {len(commit.accepted)} task attempts: "
             f"{commit.files_renamed:,} of {commit.files:,} files renamed so far per the journal{doubt}",
             f"revert the {commit.files_renamed:,} files this commit renamed (and any in doubt it moved), remove the "
-            "directories it created, put back an earlier _SUCCESS it moved aside, then "
-            + state
-            + " (abort --dry-run lists them)",
+            f"directories it created, {put_back or 'then '}" + state + " (abort --dry-run lists them)",
         )
     problem = unusable(manifests)
     if problem is not None:
-        return f"refuse, changing nothing in the destination: {problem}", state + "; the destination is untouched"
+        return f"refuse, changing nothing in the destination: {problem}", put_back + state + untouched
     files = sum(m.files for m in manifests)
     size = sum(m.bytes for m in manifests)
     return (
         f"commit {len(manifests)} task manifests: {files:,} files, {size:,} bytes",
-        state + "; the destination is untouched",
+        put_back + state + untouched,
     )
