@@ -22,7 +22,7 @@ from ..store import StoreOperations
 from .address import bind_host, server_host
 from .client import MarkerClient
 from .heartbeat import Heartbeat
-from .layout import MarkerPaths
+from .layout import MarkerPaths, MarkerStoreCalls
 from .server import MarkerServer
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class JobMarkers:
         if self._heartbeat is not None:
             return
         retry = self._retry_for(None)
-        if retry.call(lambda: self._store.info(self.paths.markers_dir), f"info {self.paths.markers_dir}") is None:
+        if MarkerStoreCalls(self._store, retry).info(self.paths.markers_dir) is None:
             return  # no state to keep alive (never set up, or its commit finished long ago): write none
         self._heartbeat = Heartbeat(
             self._store, self.paths, retry, expiry_seconds=self._config.heartbeat_expiry_seconds

@@ -214,3 +214,46 @@ def test_a_rollback_during_a_slow_upload_commit_changes_nothing(
     assert found == job_files(root) | {root + "users.csv": USERS}
     assert mc.SuccessData.from_json(success, "_SUCCESS").success and len(filenames) == 8
     assert not fs.call_s3("list_multipart_uploads", Bucket=s3_bucket).get("Uploads")
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and directory (``None``) below ``root``, ``_temporary`` included."""
+    return {
+        str(path.relative_to(root)): path.read_bytes() if path.is_file() else None for path in sorted(root.rglob("*"))
+    }
+
+
+def test_a_driver_killed_in_its_commit_is_held_by_rollback_and_vacuum_and_finished_by_commit(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    """SIGKILL at the write of ``_committed_<tid>`` (batched markers: the marker server dies too): once the lease
+    expired, a rollback reports the job in its commit and changes nothing, nor does a vacuum; ``commit`` then
+    finishes it. (Every kill point of the commit, for both marker types: the kill tests.)"""
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "users.csv").write_bytes(USERS)
+    slow = f"_committed_{transaction_id(JOB)}"
+    driver = start_driver(processes, str(dest), protocol="transactional", markers="batched", slow=slow, options={})
+    driver.kill()
+    driver.wait(10)
+    killed = tree(dest)
+    time.sleep(EXPIRY * 1.2)
+    common = [f"--conf=mapreduce.manifest.committer.heartbeat.expiry.seconds={EXPIRY}"]
+
+    rollback = cli(processes, "rollback", str(dest), *common)
+    vacuum = cli(processes, "vacuum", str(dest), "--retention-hours", "0", *common)
+    rolled_out, rolled_err = rollback.communicate(timeout=60)
+    vacuum_out, vacuum_err = vacuum.communicate(timeout=60)
+
+    assert rollback.returncode == 0, rolled_err
+    assert f"Job {JOB} (attempt 00): NOT rolled back: in its commit" in rolled_out, rolled_out
+    assert f"manifest-committer commit file://{dest} --job {JOB}" in rolled_out
+    assert vacuum.returncode == 0 and "deleted 0 data files" in vacuum_out, vacuum_out + vacuum_err
+    assert tree(dest) == killed
+    commit = cli(processes, "commit", str(dest), "--job", JOB, "--no-progress", *common)
+    commit_out, commit_err = commit.communicate(timeout=60)
+    assert commit.returncode == 0, commit_out + commit_err
+    committed = mc.committed_files(str(dest))
+    contents = sorted(Path(url.removeprefix("file://")).read_bytes() for url in committed)
+    assert contents == sorted([USERS, *job_files("").values()])
+    assert not (dest / "_temporary").exists()
