@@ -22,7 +22,7 @@ from ..store import StoreOperations
 from .address import bind_host, server_host
 from .client import MarkerClient
 from .heartbeat import Heartbeat
-from .layout import MarkerPaths
+from .layout import MarkerPaths, MarkerStoreCalls
 from .server import MarkerServer
 
 log = logging.getLogger(__name__)
@@ -95,13 +95,36 @@ class JobMarkers:
             raise
 
     def stop(self) -> None:
-        """Stop the server (its waiting markers written first) and the lease's renewal, if running: before the
-        job's state is read for a commit or abort, and at ``close()``. The lease then holds for the expiry still,
-        so a commit under way is not taken for a dead job; a driver that dies in it is, once the lease expired."""
-        server, heartbeat = self.server, self._heartbeat
-        self.server = self._heartbeat = None
+        """Stop the server (its waiting markers written first) and the lease's renewal, if running: before an
+        abort, after a job commit, and at ``close()``."""
+        self.stop_server()
+        self.end_lease()
+
+    def stop_server(self) -> None:
+        """Stop the marker server, its waiting markers written first: before the job's markers are read for a
+        commit. The lease beats on (``hold_lease``)."""
+        server, self.server = self.server, None
         if server is not None:
             server.stop()
+
+    def hold_lease(self) -> None:
+        """Keep the job's lease renewed for a job commit: the driver's own, or, in a process that did not set the
+        job up (a rerun, ``manifest-committer commit``), a lease started here while the job's marker state is
+        there, so no rollback or vacuum judges the job dead while it commits. ``end_lease`` stops it once the
+        commit's outcome is recorded."""
+        if self._heartbeat is not None:
+            return
+        retry = self._retry_for(None)
+        if MarkerStoreCalls(self._store, retry).info(self.paths.markers_dir) is None:
+            return  # no state to keep alive (never set up, or its commit finished long ago): write none
+        self._heartbeat = Heartbeat(
+            self._store, self.paths, retry, expiry_seconds=self._config.heartbeat_expiry_seconds
+        ).start()
+
+    def end_lease(self) -> None:
+        """Stop renewing the lease (idempotent): its last beat stays, so the job looks alive for the expiry still,
+        and then dead unless its outcome is recorded."""
+        heartbeat, self._heartbeat = self._heartbeat, None
         if heartbeat is not None:
             heartbeat.stop()
 

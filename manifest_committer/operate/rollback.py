@@ -2,7 +2,9 @@
 alone (an upload job: the objects a partial commit completed, and every incomplete upload of the job).
 
 A job qualifies when it has write markers and no ``_committed_<tid>``, and its driver is gone (its lease is older
-than ``heartbeat.expiry.seconds`` and its marker server does not answer; ``markers/heartbeat.py``). Each is undone
+than ``heartbeat.expiry.seconds`` and its marker server does not answer; ``markers/heartbeat.py``); a job that
+began its commit (``commit-started``) is never undone on that evidence alone: it is reported as ``held``, for a
+``commit`` to finish or an abort by name to undo (a driver paused in its commit looks dead too). Each is undone
 by a fresh committer's ``abort_job``: exactly the data files of the job its markers name are deleted, then its
 state; a marker naming anything else is skipped and reported. ``rollback(url, job_id=X)`` skips the liveness
 check (the caller says X is dead) but still refuses a job without markers, which is not one this can undo (a
@@ -53,6 +55,9 @@ class RolledBack:
     error: str | None = None
     """Why this job could not be judged or undone (its state unreadable, its abort failed); ``None`` when it was.
     Nothing is promised about a job with an error, beyond that the other jobs were still handled."""
+    held: str | None = None
+    """Not rolled back, and why: the job's lease has expired but it began its commit (``commit-started`` is in
+    place), so it is left for a ``commit`` to finish or an ``abort`` by name to undo; ``deleted`` is empty."""
 
 
 def rollback(
@@ -65,7 +70,8 @@ def rollback(
 ) -> list[RolledBack]:
     """Roll back the named job, or every dead job of the destination; returns what was rolled back (with
     ``dry_run``, what would be, each job's files and uploads from its committer's ``plan_abort``, the same stage
-    as its abort: nothing changes). A job that could not be judged or undone is in the list with its ``error``."""
+    as its abort: nothing changes). A job that could not be judged or undone is in the list with its ``error``; one
+    left because it is in its commit, with its ``held``."""
     config = config or CommitterConfig()
     opened = open_destination_store(url, storage_options)
     store, root = opened.store, opened.path
@@ -92,7 +98,9 @@ def rollback(
                 if not verdict.applies:
                     continue  # no markers: not a job this can undo
                 with_markers += 1
-                if verdict.reason is not None:
+                if verdict.held is not None:
+                    results.append(RolledBack(job, attempt, (), verdict.held, protocol=protocol, held=verdict.held))
+                elif verdict.reason is not None:
                     candidates.append(_Candidate(job, attempt, verdict.reason, protocol))
         if job_id is not None and not with_markers:
             raise CommitterError(

@@ -68,13 +68,17 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
     rolled = rollback(
         request.destination, job_id, storage_options=request.storage_options, config=request.config, dry_run=dry_run
     )
+    held = [job for job in rolled if job.held is not None]
+    held_lines = [f"Job {job.job_id} (attempt {job.job_attempt:02d}): NOT rolled back: {job.held}" for job in held]
+    rolled = [job for job in rolled if job.held is None]
     if not rolled:
         if job_id is not None:  # committed between the check above and the rollback's own
             return f"Nothing rolled back: job {job_id} of {where} is committed"
-        return (
+        nothing = (
             f"Nothing rolled back: no dead transactional job in {where}, and no dead upload job (jobs whose lease is "
-            "fresh, or whose driver answers, are left alone)"
+            "fresh, or whose driver answers, are left alone, and so are jobs in their commit)"
         )
+        return "\n".join([nothing, *held_lines])
     failed = [job for job in rolled if job.error is not None]
     rolled = [job for job in rolled if job.error is None]
     total = sum(len(job.deleted) for job in rolled)
@@ -102,6 +106,7 @@ def run_rollback(request: DestinationRequest, job_id: str | None = None, *, dry_
             lines.extend(f"    {entry}" for entry in job.skipped)
     for job in failed:
         lines.append(f"Job {job.job_id} (attempt {job.job_attempt:02d}): NOT rolled back: {job.error}")
+    lines.extend(held_lines)
     report = "\n".join(lines)
     if failed:
         names = ", ".join(f"{job.job_id} (attempt {job.job_attempt:02d})" for job in failed)

@@ -122,8 +122,9 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
     context manager, when done.
 
     A protocol declares a stage class for each call (``setup_job_stage`` ... ``abort_job_stage``) and the
-    arguments each is applied to (``_setup_job_arguments`` ...); the hooks ``_job_started`` and
-    ``_job_ending`` run around the job's life (the marker protocols start and stop their marker server there).
+    arguments each is applied to (``_setup_job_arguments`` ...); the hooks ``_job_started``, ``_commit_starting``
+    and ``_job_ending`` run around the job's life (the marker protocols start and stop their marker server and
+    lease there).
     """
 
     protocol: ClassVar[ProtocolName]
@@ -277,7 +278,12 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
         return None
 
     def _job_ending(self) -> None:
-        """Before ``commit_job`` and ``abort_job``: stop what ``_job_started`` started."""
+        """Before ``abort_job``, and when ``commit_job`` returns or fails: stop what ``_job_started`` started."""
+        return None
+
+    def _commit_starting(self) -> None:
+        """Before ``commit_job``'s stage: what the job's liveness needs for the commit (the marker protocols keep
+        the job's lease renewed through it); nothing here."""
         return None
 
     def _task_aborted(self, task: TaskAttempt) -> None:
@@ -357,12 +363,15 @@ class CommitterBase(ABC, Generic[CommitT_co, AbortT_co]):
     def _commit(self, arguments: object) -> CommitT_co:
         """Run the job commit stage on ``arguments``: its report and log line are the same for every protocol."""
         start = time.perf_counter()
-        self._job_ending()
-        call: _JobCall[CommitT_co] = self._run_job_call(
-            lambda context: self.commit_job_stage(context).apply(arguments),
-            overwrite_report=True,
-            worker_processes=self.job_commit_makes_batches,
-        )
+        self._commit_starting()
+        try:
+            call: _JobCall[CommitT_co] = self._run_job_call(
+                lambda context: self.commit_job_stage(context).apply(arguments),
+                overwrite_report=True,
+                worker_processes=self.job_commit_makes_batches,
+            )
+        finally:
+            self._job_ending()
         result = call.result
         if not result.already_committed:
             report = copy.copy(result.success)

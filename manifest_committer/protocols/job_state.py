@@ -166,7 +166,9 @@ class RollbackVerdict:
     """The attempt's protocol keeps what rollback undoes (write markers): transactional and upload jobs."""
     reason: str | None = None
     """Why the job is to be rolled back (its driver is gone, or the caller named it); ``None``: leave it (it is
-    committed, or alive)."""
+    committed, alive, or ``held``)."""
+    held: str | None = None
+    """Why a job whose lease has expired is left all the same, for the report: it is in its commit."""
 
 
 NOT_ROLLED_BACK = RollbackVerdict(applies=False)
@@ -307,7 +309,7 @@ def unusable(manifests: list[ManifestStatus]) -> str | None:
 def judge_by_markers(reads: StateReads, committed_path: str, *, named: bool) -> RollbackVerdict:
     """The verdict of a job attempt that keeps write markers: leave it once ``committed_path`` (its commit point's
     record) is in place; else roll it back if the caller ``named`` it or its driver is gone (its lease expired and
-    its marker server does not answer)."""
+    its marker server does not answer), unless it began its commit: then it is ``held`` (``in_its_commit``)."""
     if reads.info(committed_path) is not None:
         log.info("rollback: job %s is committed (%s); leaving it", reads.paths.job_id, reads.to_url(committed_path))
         return RollbackVerdict(applies=True)
@@ -320,7 +322,26 @@ def judge_by_markers(reads: StateReads, committed_path: str, *, named: bool) -> 
     if not liveness.dead:
         log.info("rollback: job %s is alive (%s); leaving it", reads.paths.job_id, liveness.reason)
         return RollbackVerdict(applies=True)
+    started = reads.paths.commit_started_path
+    if reads.info(started) is not None:
+        held = in_its_commit(reads, liveness.reason)
+        log.warning("rollback: job %s attempt %02d left: %s", reads.paths.job_id, reads.paths.job_attempt, held)
+        return RollbackVerdict(applies=True, held=held)
     return RollbackVerdict(applies=True, reason=liveness.reason)
+
+
+def in_its_commit(reads: StateReads, liveness: str) -> str:
+    """Why ``rollback`` leaves a job that began its commit (``commit-started``) and whose lease has expired: a
+    driver paused in its commit (a long collection, a stopped process) looks the same as a dead one, and one that
+    wakes up after its files were deleted would commit what is gone. Whether to finish or undo it is the
+    operator's to say, by name."""
+    paths = reads.paths
+    job = f"{reads.to_url(paths.dest)} --job {paths.job_id}"
+    return (
+        f"in its commit ({reads.to_url(paths.commit_started_path)} is in place; {liveness}): an expired lease "
+        f"alone does not make a committing job dead. Finish it with `manifest-committer commit {job}`, or undo it "
+        f"with `manifest-committer abort {job}` once its driver is known to be gone"
+    )
 
 
 def driver_warning(markers: MarkerStatus | None) -> str:

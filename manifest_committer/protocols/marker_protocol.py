@@ -28,8 +28,11 @@ V = TypeVar("V", default=Any)
 class MarkerProtocolCommitter(CommitterBase[CommitT_co, AbortT_co], Generic[V, CommitT_co, AbortT_co]):
     """A committer whose tasks write in place behind write markers; ``V`` is what its register keeps per file.
 
-    ``setup_job`` starts the driver's side of the markers (``_job_started``), ``commit_job`` and ``abort_job``
-    stop it first (``_job_ending``); the abort stage also runs as a dry run (``plan_abort``).
+    ``setup_job`` starts the driver's side of the markers (``_job_started``); ``abort_job`` stops it first
+    (``_job_ending``); ``commit_job`` stops the marker server first but keeps the job's lease renewed (starting
+    one in a process that did not set the job up) until its stage has recorded the outcome (``outcome_recorded``
+    of its arguments) or the call ends: a job is never judged dead while it commits. The abort stage also runs as
+    a dry run (``plan_abort``).
     """
 
     task_writes_in_place = True
@@ -66,6 +69,15 @@ class MarkerProtocolCommitter(CommitterBase[CommitT_co, AbortT_co], Generic[V, C
 
     def _job_ending(self) -> None:
         self._markers.stop()
+
+    def _commit_starting(self) -> None:
+        self._markers.stop_server()  # its waiting markers written: the commit reads them all
+        self._markers.hold_lease()
+
+    def _outcome_recorded(self) -> None:
+        """Called by the job commit stage once its outcome is recorded, before its cleanup deletes the job's state:
+        the lease's last beat must not bring a piece of that state back."""
+        self._markers.end_lease()
 
     @abstractmethod
     def _abort_job_arguments(self, *, dry_run: bool = False) -> object:

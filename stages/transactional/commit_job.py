@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -67,6 +67,9 @@ class TransactionalCommitJobArguments:
     removed: Sequence[str] = ()
     """Store paths below the destination that this job replaces (overwrite): listed as ``removed``."""
     background_cleanup: bool = False
+    outcome_recorded: Callable[[], None] = lambda: None
+    """Called once the commit point and ``commit-finished`` are in place, before the cleanup: where the committer
+    stops renewing the job's lease, which held while the commit ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
         success = self._summary(sorted(added))
         success.diagnostics.update(skipped_diagnostics(skipped))
         self._publish(success)
+        arguments.outcome_recorded()
         self._cleanup(arguments)
         return TransactionalCommitJobResult(success, len(loaded), len(added), stragglers, removed=len(removed))
 
@@ -333,6 +337,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             # Else the job finished long ago and its state is gone: a later job's _SUCCESS may be in place now,
             # and must not be replaced by this one's.
         log.info("%s: job %s was already committed; finishing its cleanup", self.name, self.paths.job_id)
+        arguments.outcome_recorded()
         self._cleanup(arguments)
         return TransactionalCommitJobResult(success, 0, len(success.filenames), 0, already_committed=True)
 

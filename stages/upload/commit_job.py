@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +72,10 @@ BATCHES_IN_FLIGHT = 4
 class UploadCommitJobArguments:
     committer_name: str
     accepted_attempts: Mapping[str, str] | None = None
+    outcome_recorded: Callable[[], None] = lambda: None
+    """Called once ``commit-finished`` (the commit point) is in place, before the other attempts' uploads are
+    aborted and the state deleted: where the committer stops renewing the job's lease, which held while the
+    commit ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,7 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
         manifests = Outcome(lambda: manifest_statuses(self))
         records = read_job_records(self, set_up, manifests)
         if records.finished is not None:
+            arguments.outcome_recorded()
             return self._finish_committed(layout, records.finished)
         if set_up.get() is None:
             raise JobStateError(
@@ -161,6 +166,7 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
         if self.config.mark_successful_jobs:
             self.write_bytes(self.paths.success_path, success.to_json())
         self.write_bytes(self.paths.commit_finished_path, success.to_json())  # the commit point
+        arguments.outcome_recorded()
         aborted = len(abort_each(self, others.targets))
         self._cleanup()
         return UploadCommitJobResult(success, len(chosen), len(uploads), aborted)

@@ -74,7 +74,9 @@ class TransactionalCommitter(MarkerProtocolCommitter[str, TransactionalCommitJob
     ) -> TransactionalCommitJobArguments:
         """Delete the files of attempts not committed, write ``_committed_<tid>`` (the commit point), then
         ``_SUCCESS``. Repeatable after a kill at any point. Nothing moves, so ``progress`` is not called."""
-        return TransactionalCommitJobArguments(self.committer_name, accepted_attempts)
+        return TransactionalCommitJobArguments(
+            self.committer_name, accepted_attempts, outcome_recorded=self._outcome_recorded
+        )
 
     def commit_job_replacing(
         self, replaced: Sequence[str], accepted_attempts: Mapping[str, str] | None = None
@@ -87,7 +89,11 @@ class TransactionalCommitter(MarkerProtocolCommitter[str, TransactionalCommitJob
             urls = committed_files(self.destination_url, self.storage_options)
             committed = {self._store.from_url(url) for url in urls}
         removed = tuple(path for path in replaced if path in committed)
-        result = self._commit(TransactionalCommitJobArguments(self.committer_name, accepted_attempts, removed))
+        result = self._commit(
+            TransactionalCommitJobArguments(
+                self.committer_name, accepted_attempts, removed, outcome_recorded=self._outcome_recorded
+            )
+        )
         return ReplacingCommit(result.success, result.removed)
 
     def _abort_job_arguments(self, *, dry_run: bool = False) -> TransactionalAbortJobArguments:

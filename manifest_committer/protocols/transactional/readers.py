@@ -336,7 +336,8 @@ def _newest(first: float | None, second: float | None) -> float | None:
 def live_tids(store: StoreOperations, root: str, retry: RetryPolicy, config: CommitterConfig) -> set[str]:
     """The tids of the jobs under ``root/_temporary`` that are alive, or whose liveness cannot be told (a job
     without markers, state that cannot be read): vacuum keeps their files. A job is alive as ``rollback`` decides
-    (``job_liveness``): its lease is fresh, or its marker server answers."""
+    (``job_liveness``): its lease is fresh, or its marker server answers; and a job that began its commit
+    (``commit-started``) is kept as rollback holds it, whatever its lease."""
     temporary = posixpath.join(root, TEMPORARY_DIR)
     try:
         entries: Iterable[FileStatus] = retry.call(lambda: store.list_dir(temporary), f"list {temporary}")
@@ -370,6 +371,10 @@ def _job_may_be_alive(
             liveness = job_liveness(store, paths, retry, expiry_seconds=config.heartbeat_expiry_seconds)
             if not liveness.dead:
                 return True
+            started = JobPaths(root, job_id, attempt).commit_started_path
+            if call_on(retry, store.info, started, "info") is not None:
+                log.info("vacuum: keeping the files of job %s: it is in its commit (%s)", job_id, liveness.reason)
+                return True  # as rollback holds it: a driver paused in its commit looks dead too
             log.info("vacuum: job %s attempt %02d is dead (%s)", job_id, attempt, liveness.reason)
     except Exception as error:
         log.warning("vacuum: keeping the files of job %s: its liveness cannot be told (%s)", job_id, error)

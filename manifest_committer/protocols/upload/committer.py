@@ -90,7 +90,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
         time, ties to the smallest attempt id) is chosen. Repeatable after a kill at any point; after the commit
         point a rerun only finishes the cleanup. Each file is one call, so ``progress`` is not called.
         """
-        return UploadCommitJobArguments(self.committer_name, accepted_attempts)
+        return UploadCommitJobArguments(self.committer_name, accepted_attempts, self._outcome_recorded)
 
     def _abort_job_arguments(self, *, dry_run: bool = False) -> UploadAbortJobArguments:
         """Abort every incomplete upload of the job and delete its state; before the commit point, also delete

@@ -23,7 +23,12 @@ import pytest
 import manifest_committer as mc
 from tests.fixtures.killing.cases import commit_reference, interrupted_commit, parametrize_kills
 from tests.fixtures.killing.events import RETURNED, KillPoint, first_change, select_kill_points
-from tests.fixtures.killing.follow_ups import abort_after_kill, abort_again_after_killed_abort, rerun_after_kill
+from tests.fixtures.killing.follow_ups import (
+    abort_after_kill,
+    abort_again_after_killed_abort,
+    rerun_after_kill,
+    rollback_and_vacuum_after_kill,
+)
 from tests.fixtures.killing.jobs import JOB
 from tests.fixtures.killing.listing import diff, listing
 from tests.fixtures.killing.states import KilledStates
@@ -162,6 +167,15 @@ def test_rerun_after_kill(commit_kill: KillPoint, scenario: TransactionalScenari
     """A fresh committer's ``commit_job`` finishes the job: exactly the accepted attempts' files, every other
     attempt's file gone, the job's records and ``_SUCCESS`` right, no state left."""
     rerun_after_kill(scenario, killed_states, ("commit", commit_kill))
+
+
+def test_rollback_and_vacuum_after_kill(
+    commit_kill: KillPoint, scenario: TransactionalScenario, killed_states: KilledStates
+) -> None:
+    """The driver killed in its job commit, its lease expired: ``rollback`` and ``vacuum`` from a fresh committer
+    leave a job that began its commit exactly as the kill left it (a driver paused there looks the same), and a
+    rerun finishes it; a job killed before its commit began is dead and rolled back."""
+    rollback_and_vacuum_after_kill(scenario, killed_states, ("commit", commit_kill))
 
 
 def test_abort_after_kill(commit_kill: KillPoint, scenario: TransactionalScenario, killed_states: KilledStates) -> None:

@@ -443,8 +443,8 @@ def test_a_throttling_storm_during_completion_is_ridden_out_by_the_retry_policy(
     storm = [
         Fault("complete_upload", "", "before", s3_error("SlowDown", 503, operation="CompleteMultipartUpload"), 4),
         Fault("complete_upload", "", "before", s3_error("InternalError", 500), 2),
-        Fault("write_bytes", "", "before", s3_error("SlowDown", 503), 1),
-    ]
+        Fault("write_bytes", "commit-started", "before", s3_error("SlowDown", 503), 1),  # a write of the commit's
+    ]  # own: the first write is the lease's, whose retries are not the commit's statistics
     wrapped: list[FaultInjectingStore] = []
 
     def wrap(inner: StoreOperations) -> StoreOperations:

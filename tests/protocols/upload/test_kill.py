@@ -18,22 +18,29 @@ import pytest
 from tests.fixtures.emulators import Emulator
 from tests.fixtures.killing.child import Kill
 from tests.fixtures.killing.events import NthCall
-from tests.fixtures.killing.follow_ups import abort_after_kill, abort_again_after_killed_abort, rerun_after_kill
+from tests.fixtures.killing.follow_ups import (
+    abort_after_kill,
+    abort_again_after_killed_abort,
+    rerun_after_kill,
+    rollback_and_vacuum_after_kill,
+)
 from tests.fixtures.killing.states import KilledStates, in_place
 from tests.fixtures.killing.upload import UploadScenario
 
 pytestmark = pytest.mark.s3
 
-COMMIT_KILLS = [
-    NthCall("write_bytes", 1, "~/commit-started"),
+COMMIT_KILLS = [  # the first write is the fresh committer's beat of the job's lease, which it holds while it commits
+    NthCall("write_bytes", 2, "~/commit-started"),
     NthCall("complete_upload", 2, ""),  # one upload completed: a partial commit
-    NthCall("write_bytes", 2, "_SUCCESS"),
+    NthCall("write_bytes", 3, "_SUCCESS"),
     NthCall("list_uploads", 1, ""),  # after the commit point: cleanup, the other attempts' uploads
     NthCall("delete_dir", 1, "~/"),  # cleanup: the job's state
 ]
 PARTIAL_COMMIT: Kill = ("commit", NthCall("complete_upload", 3, ""))
 """Two uploads completed: two of the job's files visible."""
 ABORT_KILLS = [NthCall("abort_upload", 1, ""), NthCall("delete_dir", 1, "_temporary/job-2")]
+ROLLBACK_KILLS = COMMIT_KILLS[:4]
+"""Before ``commit-started``, in the commit (one upload and every upload completed), past the commit point."""
 each_commit_kill = pytest.mark.parametrize("commit_kill", COMMIT_KILLS, ids=[kill.id for kill in COMMIT_KILLS])
 
 
@@ -47,6 +54,14 @@ def test_rerun_after_kill(commit_kill: NthCall, scenario: UploadScenario, killed
     """A fresh committer's ``commit_job`` finishes the job: exactly the chosen attempts' objects, ``_SUCCESS``
     right, no incomplete upload, no job state."""
     rerun_after_kill(scenario, killed_states, ("commit", commit_kill))
+
+
+@pytest.mark.parametrize("commit_kill", ROLLBACK_KILLS, ids=[kill.id for kill in ROLLBACK_KILLS])
+def test_rollback_after_kill(commit_kill: NthCall, scenario: UploadScenario, killed_states: KilledStates) -> None:
+    """The driver killed in its job commit, its lease expired: ``rollback`` from a fresh committer leaves a job
+    that began its commit exactly as the kill left it (its uploads too), and a rerun finishes it; a job killed
+    before ``commit-started`` is dead and rolled back."""
+    rollback_and_vacuum_after_kill(scenario, killed_states, ("commit", commit_kill))
 
 
 @each_commit_kill
