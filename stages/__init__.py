@@ -13,6 +13,8 @@ the ones several protocols share are here:
     ``save_success``        write ``_SUCCESS``: the visible commit point
     ``save_task_manifest``  publish a task manifest (temp file, then rename or ``put_if_absent``)
     ``marker_reads``        a job attempt's write markers, read through the gate (transactional, upload)
+    ``destination_probe``   a set-up's first call: the destination's status, failing once on missing credentials
+    ``success_aside``       an earlier ``_SUCCESS`` set aside at setup, put back by an abort before the commit point
 
     ``manifest/``           Hadoop's manifest committer (``protocols/manifest``)
     ``transactional/``      the transactional protocol (``protocols/transactional``)

@@ -6,4 +6,5 @@
 ``commit_job``    delete other attempts' files (found by their markers), write ``_committed_<tid>`` at the root,
                   then in each other directory of the job's files (``directory_records``)
 ``abort_job``     delete exactly the files the job's markers name, unless the job is committed
+``directory_records``  write the ``_committed_<tid>`` of each directory the job wrote into, after the root's
 """
