@@ -126,16 +126,47 @@ def _size_option(options: Mapping[str, str], key: str, default: int) -> int:
 
 
 class _CsvWriter:
+    """pyarrow's CSV writer; a batch with a quote or backslash in a string is written as Spark's writer escapes
+    them (``\\"``, ``\\\\``), which is what Spark's reader expects (pyarrow doubles quotes instead)."""
+
     def __init__(self, handle: BinaryIO, schema: Any, header: bool) -> None:
         import pyarrow.csv as pacsv
 
+        self._handle = handle
         self._writer = pacsv.CSVWriter(handle, schema, write_options=pacsv.WriteOptions(include_header=header))
 
     def write(self, batch: Any) -> None:
-        self._writer.write_batch(batch)
+        if _needs_escapes(batch):
+            self._write_escaped(batch)
+        else:
+            self._writer.write_batch(batch)
+
+    def _write_escaped(self, batch: Any) -> None:
+        import csv
+        import io
+
+        import pyarrow as pa
+
+        # Each value formatted as pyarrow's CSV writer formats it: its cast to string.
+        columns = [column.cast(pa.string()).to_pylist() for column in batch.columns]
+        text = io.StringIO()
+        writer = csv.writer(text, escapechar="\\", doublequote=False, lineterminator="\n")
+        writer.writerows(zip(*columns, strict=True))
+        self._handle.write(text.getvalue().encode("utf-8"))
 
     def close(self) -> None:
         self._writer.close()
+
+
+def _needs_escapes(batch: Any) -> bool:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return any(
+        pc.any(pc.match_substring_regex(column, r'["\\]')).as_py()
+        for column in batch.columns
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+    )
 
 
 def _json_default(value: object) -> object:

@@ -122,8 +122,19 @@ class ParquetFileWriter:
         self._pending = 0
 
     def write(self, batch: Any) -> None:
-        self._batches.append(batch)
-        self._pending += batch.nbytes
+        # A batch larger than the room left in the row group is split: row groups end at the block size, not at
+        # the batches' ends.
+        while batch.num_rows:
+            room = self._output.block_size / self._memory.ratio - self._pending
+            if batch.nbytes <= room:
+                self._batches.append(batch)
+                self._pending += batch.nbytes
+                break
+            rows = max(1, min(batch.num_rows, int(room * batch.num_rows / max(batch.nbytes, 1))))
+            head, batch = batch.slice(0, rows), batch.slice(rows)
+            self._batches.append(head)
+            self._pending += head.nbytes
+            self.flush()
         if self._pending * self._memory.ratio >= self._output.block_size:
             self.flush()
         else:
