@@ -82,17 +82,18 @@ def comparable(frame: DataFrame) -> list[tuple[Any, ...]]:
 def session_conf(spark: SparkSession, **settings: str) -> Iterator[None]:
     """Set session keys (dots spelled as ``__``) for the block, then restore them."""
     keys = {key.replace("__", "."): value for key, value in settings.items()}
-    before = {key: spark.conf.get(key, None) for key in keys}
+    current = spark.conf.getAll
+    before: dict[str, str | None] = {key: current.get(key) for key in keys}
     for key, value in keys.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, old in before.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
 
 
 CASES = [(shape, False) for shape in SHAPES] + [("narrow", True), ("nested", True)]
