@@ -13,7 +13,7 @@ from manifest_committer.writing.parquet import RowGroupMemory
 
 def batches(rows: int, per_batch: int) -> list[pa.RecordBatch]:
     table = pa.table({"id": pa.array(range(rows)), "s": pa.array([f"{i * 7919:064d}" for i in range(rows)])})
-    return table.to_batches(max_chunksize=per_batch)
+    return list(table.to_batches(max_chunksize=per_batch))
 
 
 def row_groups(data: bytes) -> list[int]:
