@@ -29,6 +29,10 @@ ends, so it cannot hold that duration). ``FileOutputCommitter`` has no statistic
 writers Spark's own SQL metric "job commit time" (``BasicWriteJobStatsTracker``, read from the session's SQL
 status store) is reported too.
 
+``--shapes``: instead of the workloads, shapes of data (narrow, wide, string-heavy, nested, decimals, both timestamp
+kinds, Variant, partitioned) written by Spark's own writer (``v1``) and by ``ours``, alternating; per writer the
+files, bytes, Parquet row groups and the median wall time.
+
 Run ``python benchmarks/bench_spark_write.py --help``; BENCHMARKS.md ("Spark writes") has the results.
 """
 
@@ -427,6 +431,124 @@ def table(samples: list[Sample]) -> str:
     return "\n".join(lines)
 
 
+SHAPES: dict[str, tuple[str, ...]] = {
+    "narrow": (
+        "id",
+        "concat('value-', cast(id % 97 as string)) as s",
+        "cast(id % 10007 as double) / 7 as d",
+        "timestamp_seconds(1700000000 + id) as t",
+    ),
+    "wide": (
+        "id",
+        *(f"cast(id * {i} % 1000 as {'double' if i % 3 else 'long'}) as c{i}" for i in range(40)),
+        *(f"concat('s', cast(id % {i + 5} as string)) as s{i}" for i in range(4)),
+    ),
+    "strings": ("id", "sha2(cast(id as string), 256) as h", "repeat(cast(id % 13 as string), 40) as r"),
+    "nested": (
+        "id",
+        "array(id, id + 1, id % 5) as a",
+        "map('k', id % 11, 'j', id) as m",
+        "named_struct('x', id % 3, 'y', cast(id % 7 as string)) as st",
+    ),
+    "decimals": (
+        "id",
+        "cast(id / 100 as decimal(9,2)) as d9",
+        "cast(id / 10000 as decimal(18,4)) as d18",
+        "cast(id as decimal(30,2)) as d30",
+    ),
+    "timestamps": (
+        "id",
+        "timestamp_seconds(1700000000 + id) as t",
+        "cast(timestamp_seconds(1700000000 + id) as timestamp_ntz) as tn",
+    ),
+    "variant": ("id", """parse_json(concat('{"a":', cast(id % 100 as string), '}')) as v"""),
+    "partitioned": (
+        "id",
+        "concat('value-', cast(id % 97 as string)) as s",
+        "cast(id % 10007 as double) / 7 as d",
+        "id % 8 as p",
+    ),
+}
+"""``--shapes``: the columns of each shape, from ``spark.range``; ``partitioned`` is partitioned by ``p``."""
+SHAPE_WRITERS = ("v1", "ours")
+
+
+@dataclass(frozen=True)
+class FileSample:
+    shape: str
+    writer: str
+    run: int
+    wall_s: float
+    files: int
+    bytes: int
+    row_groups: int
+
+
+def parquet_stats(dest: Path) -> tuple[int, int, int]:
+    """(files, bytes, row groups) of the Parquet files under ``dest``."""
+    import pyarrow.parquet as pq
+
+    files = sorted(dest.rglob("*.parquet"))
+    return (
+        len(files),
+        sum(file.stat().st_size for file in files),
+        sum(pq.ParquetFile(file).metadata.num_row_groups for file in files),
+    )
+
+
+def run_shapes(args: argparse.Namespace) -> list[FileSample]:
+    """Each shape written by Spark's own writer (v1) and by ``mcs.write``, alternating, ``--runs`` times each."""
+    work = Path(tempfile.mkdtemp(prefix="bench-spark-shapes-", dir=args.workdir))
+    reports = work / "reports"
+    reports.mkdir()
+    spark = session(compile_shim(work), reports)
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set("spark.sql.sources.commitProtocolClass", SPARK_PROTOCOL)
+    samples: list[FileSample] = []
+    try:
+        for shape in args.shapes:
+            df = spark.range(args.shape_rows, numPartitions=args.shape_tasks).selectExpr(*SHAPES[shape])
+            partition_by = ["p"] if shape == "partitioned" else []
+            for run_index in range(-1, args.runs):  # run -1 warms up, unmeasured
+                order = SHAPE_WRITERS if run_index % 2 == 0 else tuple(reversed(SHAPE_WRITERS))
+                for writer in order:
+                    dest = work / f"{shape}-{writer}-{run_index + 1}"
+                    started = time.perf_counter()
+                    if writer == "v1":
+                        df.write.parquet(str(dest), partitionBy=partition_by or None)
+                    else:
+                        mcs.write(df, str(dest), format="parquet", partition_by=partition_by)
+                    wall = time.perf_counter() - started
+                    files, size, groups = parquet_stats(dest)
+                    shutil.rmtree(dest, ignore_errors=True)
+                    if run_index >= 0:
+                        samples.append(FileSample(shape, writer, run_index, wall, files, size, groups))
+                        print(samples[-1], flush=True)
+    finally:
+        spark.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return samples
+
+
+def shape_table(samples: list[FileSample]) -> str:
+    lines = [
+        "| shape | writer | files | MB | row groups | wall s (median) | bytes / v1 | wall / v1 |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for shape in dict.fromkeys(sample.shape for sample in samples):
+        walls = {w: median([s.wall_s for s in samples if s.shape == shape and s.writer == w]) for w in SHAPE_WRITERS}
+        last = {w: [s for s in samples if s.shape == shape and s.writer == w][-1] for w in SHAPE_WRITERS}
+        for writer in SHAPE_WRITERS:
+            sample, wall, v1_wall = last[writer], walls[writer], walls["v1"]
+            lines.append(
+                f"| {shape} | {writer} | {sample.files} | {sample.bytes / 1e6:.2f} | {sample.row_groups} "
+                f"| {wall or 0:.2f} | {sample.bytes / last['v1'].bytes:.3f} "
+                f"| {(wall or 0) / (v1_wall or 1):.2f} |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--cases", nargs="+", default=list(DEFAULT_CASES), help="TASKSxPARTITIONS workloads")
@@ -454,6 +576,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", default=None, help="directory for the outputs (default: the system temp dir)")
     parser.add_argument("--json", default=None, help="also write the samples to this JSON file")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument(
+        "--shapes",
+        nargs="+",
+        choices=list(SHAPES),
+        default=None,
+        help="instead of --cases: these shapes of data, Spark's own writer (v1) against ours; bytes, row groups",
+    )
+    parser.add_argument("--shape-rows", type=int, default=2_000_000, help="rows of each shape (default 2,000,000)")
+    parser.add_argument("--shape-tasks", type=int, default=4, help="Spark tasks of each shape (default 4)")
     args = parser.parse_args(argv)
     print(
         f"python {platform.python_version()}, pyspark {pyspark.__version__}, {os.cpu_count()} cores, "
@@ -461,6 +592,13 @@ def main(argv: list[str] | None = None) -> int:
         f"load average {load_average()}",
         flush=True,
     )
+    if args.shapes:
+        shape_samples = run_shapes(args)
+        if args.json:
+            Path(args.json).write_text(json.dumps([asdict(sample) for sample in shape_samples], indent=1))
+        print(shape_table(shape_samples))
+        print(f"load average at the end {load_average()}")
+        return 0
     samples = run(args)
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(sample) for sample in samples], indent=1))

@@ -59,7 +59,14 @@ from ..config import MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig, Mark
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols.base import CommitterBase
 from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
-from ..writing.formats import OutputFormat, output_format
+from ..writing.formats import (
+    PARQUET,
+    PARQUET_BLOCK_SIZE,
+    PARQUET_PAGE_SIZE,
+    TIMESTAMP_TYPES,
+    OutputFormat,
+    output_format,
+)
 from ..writing.job import int_option, is_committer_key
 from ..writing.modes import OldOutput, PartitionOverwriteMode, commit_replacing, list_old_output
 from ..writing.options import check_options
@@ -97,6 +104,23 @@ OPTION_JOB_ID = "jobid"
 OPTION_JOB_SET_UP = "jobsetup"
 """``true``: the caller set the job (``jobid``) up and hosts its driver side; ``writer()`` must not set it up."""
 """The job id (``write()`` sets it, to find the job's summary afterwards); a fresh ``spark-<uuid>`` if absent."""
+OPTION_PARQUET_BLOCK_SIZE = PARQUET_BLOCK_SIZE
+OPTION_PARQUET_PAGE_SIZE = PARQUET_PAGE_SIZE
+PARQUET_CODEC_KEY = "spark.sql.parquet.compression.codec"
+"""Spark's session default of the Parquet codec; the writer option ``compression`` overrides it."""
+OUTPUT_TIMESTAMP_TYPE_KEY = "spark.sql.parquet.outputTimestampType"
+"""How Spark stores time zone aware timestamps in Parquet (``INT96`` by default)."""
+DEFAULT_OUTPUT_TIMESTAMP_TYPE = "INT96"
+SPARK_VERSION_METADATA_KEY = "org.apache.spark.version"
+SPARK_ROW_METADATA_KEY = "org.apache.spark.sql.parquet.row.metadata"
+"""The footer key of the schema Spark reads a Parquet file back with (its types, nullability, field metadata)."""
+_FILE_KEYS = {
+    PARQUET_CODEC_KEY: PARQUET_CODEC_KEY.lower(),
+    OUTPUT_TIMESTAMP_TYPE_KEY: OUTPUT_TIMESTAMP_TYPE_KEY.lower(),
+    SPARK_HADOOP_PREFIX + PARQUET_BLOCK_SIZE: OPTION_PARQUET_BLOCK_SIZE,
+    SPARK_HADOOP_PREFIX + PARQUET_PAGE_SIZE: OPTION_PARQUET_PAGE_SIZE,
+}
+"""Session keys that shape the files, and the option each travels to the data source as."""
 DEFAULT_MAX_OPEN_FILES = 64
 """Files one task keeps open at once (Spark's counterpart: ``spark.sql.maxConcurrentOutputFileWriters``)."""
 _PLAIN_OPTIONS = frozenset(
@@ -113,6 +137,7 @@ _PLAIN_OPTIONS = frozenset(
         OPTION_PROTOCOL,
         OPTION_JOB_ID,
         OPTION_JOB_SET_UP,
+        *_FILE_KEYS.values(),
     }
 )
 
@@ -121,6 +146,7 @@ def committer_conf(conf: Mapping[str, str]) -> dict[str, str]:
     """The committer's keys of a Spark or Hadoop conf (``spark.hadoop.`` prefix or not), with the session's
     ``spark.sql.sources.partitionOverwriteMode``: what the driver ships to the data source as options."""
     selected = {key: value for key, value in conf.items() if is_committer_key(key)}
+    selected.update({option: conf[key] for key, option in _FILE_KEYS.items() if key in conf})
     if PARTITION_OVERWRITE_MODE_KEY in conf:
         selected[PARTITION_OVERWRITE_MODE_KEY] = conf[PARTITION_OVERWRITE_MODE_KEY]
     return selected
@@ -197,11 +223,21 @@ class WriteSettings:
         if not isinstance(storage_options, dict):
             raise ConfigError(f"storage_options: expected a JSON object, got {storage_text!r}")
         protocol = resolve_protocol(destination, merged.get(OPTION_PROTOCOL, "auto").strip())
+        if OPTION_COMPRESSION not in merged and PARQUET_CODEC_KEY.lower() in merged:
+            merged[OPTION_COMPRESSION] = merged[PARQUET_CODEC_KEY.lower()]
+        timestamp_type = merged.get(OUTPUT_TIMESTAMP_TYPE_KEY.lower(), DEFAULT_OUTPUT_TIMESTAMP_TYPE).strip().upper()
+        if timestamp_type not in TIMESTAMP_TYPES:
+            raise ConfigError(
+                f"{OUTPUT_TIMESTAMP_TYPE_KEY}: expected one of {', '.join(TIMESTAMP_TYPES)}, got {timestamp_type!r}"
+            )
+        file_format = dataclasses.replace(
+            output_format(merged.get(OPTION_FORMAT, "parquet"), merged), timestamp_type=timestamp_type
+        )
         return cls(
             protocol=protocol,
             destination=destination,
             job_id=merged.get(OPTION_JOB_ID, "").strip() or new_job_id(),
-            output_format=output_format(merged.get(OPTION_FORMAT, "parquet"), merged),
+            output_format=file_format,
             partition_by=partition_by,
             max_records_per_file=max(max_records, 0),
             max_open_files=max_open_files,
@@ -212,6 +248,18 @@ class WriteSettings:
             storage_options=storage_options,
             config=CommitterConfig.from_hadoop_conf(hadoop),
         )
+
+    def with_schema(self, schema: StructType) -> WriteSettings:
+        """These settings for rows of ``schema``: Parquet files carry Spark's footer metadata, the schema of their
+        columns (no partition columns) that Spark reads them back with: ``variant``, nullability, field metadata."""
+        if self.output_format.name != PARQUET:
+            return self
+        import pyspark
+        from pyspark.sql.types import StructType
+
+        data = StructType([field for field in schema.fields if field.name not in self.partition_by])
+        footer = ((SPARK_VERSION_METADATA_KEY, pyspark.__version__), (SPARK_ROW_METADATA_KEY, data.json()))
+        return dataclasses.replace(self, output_format=dataclasses.replace(self.output_format, footer=footer))
 
     @property
     def dynamic_overwrite(self) -> bool:
@@ -430,6 +478,7 @@ class ManifestDataSource(DataSource):
         """On the driver: parse the options, check the partition columns and set up the job."""
         settings = WriteSettings.from_options(self.options, overwrite=overwrite, session_conf=self.session_conf)
         check_columns(settings, schema.fieldNames())
+        settings = settings.with_schema(schema)
         if self.options.get(OPTION_JOB_SET_UP, "").strip().lower() == "true":
             # manifest_committer.spark.write set the job up in the caller's process, which hosts the driver's
             # side of it (the marker server of the transactional and upload protocols) until the write returns.

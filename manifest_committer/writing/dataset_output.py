@@ -45,7 +45,7 @@ _PARTITION_NUMBER = "__manifest_committer_partition"
 _LEVEL = "__manifest_committer_level_"
 """Prefix of the columns of the escaped directory names, one per partition column (in-place layout)."""
 _DEFAULT_ROWS_PER_GROUP = 1 << 20
-"""pyarrow's own ``max_rows_per_group`` default."""
+"""pyarrow's own ``max_rows_per_group`` default: the rows of a row group when the first chunk has no bytes."""
 _MAX_PARTITIONS = (1 << 31) - 1
 """No limit on the partitions one batch writes into (pyarrow refuses more than 1,024 by default; Spark has none)."""
 _PARTITIONS_PER_BATCH = 128
@@ -233,7 +233,9 @@ def _file_format(settings: OutputSettings, pads: Any) -> tuple[Any, Any]:
     output = settings.output_format
     if output.name == PARQUET:
         parquet = pads.ParquetFileFormat()
-        return parquet, parquet.make_write_options(compression=output.compression or "none")
+        return parquet, parquet.make_write_options(
+            compression=output.compression or "none", data_page_size=output.page_size
+        )
     csv = pads.CsvFileFormat()
     return csv, csv.make_write_options(include_header=output.header)
 
@@ -251,6 +253,21 @@ def _filesystem(task_fs: Any) -> Any:
     from pyarrow.fs import LocalFileSystem as ArrowLocalFileSystem
 
     return ArrowLocalFileSystem() if is_local(task_fs) else PyFileSystem(FSSpecHandler(task_fs))
+
+
+def _rows_per_group(settings: OutputSettings, first: Any, limit: int) -> int:
+    """Rows of one row group: the block size (``parquet.block.size``) in Arrow bytes of the first chunk's rows.
+
+    pyarrow's writer buffers a file's rows until a row group is full, so with partition columns each of the
+    open files gets a share of four blocks (as ``RowGroupMemory`` bounds ``TaskOutput``'s files), at least 1 MiB.
+    """
+    block = settings.output_format.block_size
+    if settings.partition_by:
+        block = min(block, max(4 * block // max(settings.max_open_files, 1), 1 << 20))
+    rows = _DEFAULT_ROWS_PER_GROUP
+    if first is not None and first.num_rows and first.nbytes:
+        rows = max(1, int(block * first.num_rows / first.nbytes))
+    return min(rows, limit) if limit > 0 else rows
 
 
 def write_dataset_task(
@@ -325,6 +342,7 @@ def write_dataset_task(
             yield chunk
             pending = next(chunks, None)
 
+    rows_per_group = _rows_per_group(settings, pending[0] if pending is not None else None, limit)
     call = 0
     while pending is not None:
         tag = "" if call == 0 else f"-g{call}"  # a partition met again in a later call gets a file of its own
@@ -340,7 +358,8 @@ def write_dataset_task(
             max_open_files=settings.max_open_files if max_open_files is None else max_open_files,
             max_partitions=_MAX_PARTITIONS,
             max_rows_per_file=limit,
-            max_rows_per_group=min(limit, _DEFAULT_ROWS_PER_GROUP) if limit > 0 else _DEFAULT_ROWS_PER_GROUP,
+            min_rows_per_group=rows_per_group,
+            max_rows_per_group=rows_per_group,
             create_dir=in_place and is_local(task_fs),  # object stores have no directories to make
             file_visitor=lambda written_file: written.append(written_file.path),
         )

@@ -43,7 +43,7 @@ from ..protocols.registry import create_committer, hosts_marker_server, resolve_
 from ..store import open_destination_store, store_bindings
 from ..success_data import SuccessData
 from .dataset_output import DATASET_FORMATS, is_local, schema_groups, write_dataset_task
-from .formats import OutputFormat, output_format
+from .formats import PARQUET_BLOCK_SIZE, PARQUET_PAGE_SIZE, OutputFormat, output_format
 from .modes import OldOutput, PartitionOverwriteMode, SaveMode, commit_replacing, destination_has_data, list_old_output
 from .options import check_options
 from .task_output import TaskOutput, file_prefix
@@ -60,7 +60,15 @@ the task's rows are in memory anyway (a Ray block, a Dask partition, a ``pyarrow
 of all its open files together hold at most those rows once more. pyarrow finishes the file it closes at the
 limit before it goes on, but closes the rest together at the end: a Ray block of 1,000 partitions took 0.20 s at
 64 and 0.07 s at 1,024 (tmpfs), and Ray's committed write under 20 ms a call took 3.6 times its own at 64."""
-_OPTIONS = ("maxrecordsperfile", "maxopenfiles", "compression", "header", "partitionoverwritemode")
+_OPTIONS = (
+    "maxrecordsperfile",
+    "maxopenfiles",
+    "compression",
+    "header",
+    "partitionoverwritemode",
+    PARQUET_BLOCK_SIZE,
+    PARQUET_PAGE_SIZE,
+)
 """Writer options, as ``manifest_committer.spark.write`` names them (case-insensitive)."""
 _DEFERRED_TASK_COMMIT = frozenset({"v2"})
 MARKERS_TYPE_KEY = MANIFEST_PREFIX + "markers.type"

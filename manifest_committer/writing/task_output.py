@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .formats import FileWriter, OutputFormat
+from .parquet import RowGroupMemory
 from .partitioning import partition_path
 
 if TYPE_CHECKING:
@@ -86,6 +87,8 @@ class TaskOutput:
         self.partitions: set[str] = set()
         self.rows = 0
         self._open: dict[str, _OpenFile] = {}
+        self._memory = RowGroupMemory(4 * settings.output_format.block_size)
+        """What the task's open Parquet files buffer, together, bounded."""
 
     @property
     def files(self) -> list[str]:
@@ -130,7 +133,7 @@ class TaskOutput:
         local = relative if self.in_place else name
         handle = self.task.fs.open(f"{self.task.work_path}/{local}", "wb")
         try:
-            writer = self.settings.output_format.open(handle, schema)
+            writer = self.settings.output_format.open(handle, schema, self._memory)
         except BaseException:
             handle.close()
             raise

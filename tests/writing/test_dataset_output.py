@@ -159,3 +159,22 @@ def test_a_value_the_unified_type_cannot_hold_is_an_error_naming_the_column() ->
     group = dataset_output.SchemaGroup(pa.schema({"x": pa.float64()}), [pa.table({"x": [2**60]})])
     with pytest.raises(dataset_output.SchemaConflictError, match=r"attempt_7: column 'x' of type int64 cannot be cast"):
         list(group.batches("attempt_7"))
+
+
+def test_row_groups_are_sized_by_bytes_not_by_the_batches_handed_in(tmp_path: Path) -> None:
+    """A reader of 10,000-row batches: one row group per file at the default block size; about
+    ``parquet.block.size`` Arrow bytes each with a small one."""
+    import manifest_committer.arrow as mca
+
+    table = pa.table({"id": pa.array(range(100_000)), "s": pa.array([f"v{i % 97}" for i in range(100_000)])})
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=10_000))
+    mca.write(reader, str(tmp_path / "default"))
+    (file,) = sorted((tmp_path / "default").glob("*.parquet"))
+    assert pq.ParquetFile(file).metadata.num_row_groups == 1
+    block = table.nbytes // 4
+    reader = pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=10_000))
+    mca.write(reader, str(tmp_path / "small"), options={"parquet.block.size": str(block)})
+    (file,) = sorted((tmp_path / "small").glob("*.parquet"))
+    rows = [group.num_rows for group in (pq.ParquetFile(file).metadata.row_group(i) for i in range(4))]
+    assert pq.ParquetFile(file).metadata.num_row_groups == 4
+    assert all(abs(count - 25_000) <= 250 for count in rows), rows
