@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
-from ..config import MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig, MarkerType
+from ..config import MANIFEST_PREFIX, SPARK_HADOOP_PREFIX, CommitterConfig, MarkerType, check_key
 from ..errors import CommitterError, ConfigError, JobStateError
 from ..protocols.base import CommitterBase
 from ..protocols.registry import create_committer, hosts_marker_server, resolve_protocol
@@ -144,7 +144,14 @@ _PLAIN_OPTIONS = frozenset(
 
 def committer_conf(conf: Mapping[str, str]) -> dict[str, str]:
     """The committer's keys of a Spark or Hadoop conf (``spark.hadoop.`` prefix or not), with the session's
-    ``spark.sql.sources.partitionOverwriteMode``: what the driver ships to the data source as options."""
+    ``spark.sql.sources.partitionOverwriteMode``: what the driver ships to the data source as options.
+
+    A session's keys are case-sensitive, as Hadoop's are: a key that only looks like the committer's (a misspelt
+    or upper-case prefix, a bare short form) or an unknown one of its families is an error naming it
+    (``check_key``), as in ``CommitterConfig.from_hadoop_conf``: a session key is never dropped silently.
+    """
+    for key in conf:
+        check_key(key)
     selected = {key: value for key, value in conf.items() if is_committer_key(key)}
     selected.update({option: conf[key] for key, option in _FILE_KEYS.items() if key in conf})
     if PARTITION_OVERWRITE_MODE_KEY in conf:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -157,6 +158,26 @@ def test_session_conf_reaches_the_committer(spark: SparkSession, tmp_path: Path)
     finally:
         spark.conf.unset(key)
     assert len(list(reports.glob("summary-spark-*.json"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"),
+    [
+        ("spark.hadoop.mapreduce.manifest.commiter.io.threads", "mapreduce.manifest.committer.io.threads"),
+        ("spark.hadoop.MAPREDUCE.manifest.committer.io.threads", "mapreduce.manifest.committer.io.threads"),
+    ],
+)
+def test_a_session_key_that_only_looks_like_the_committers_is_an_error(
+    spark: SparkSession, tmp_path: Path, key: str, meant: str
+) -> None:
+    """Dropped silently, the job would run with the default the user meant to change."""
+    spark.conf.set(key, "3")
+    try:
+        with pytest.raises(mc.ConfigError, match=re.escape(key) + ".*did you mean.*" + re.escape(meant)):
+            mcs.write(frame(spark), str(tmp_path / "out"), mode="append")
+    finally:
+        spark.conf.unset(key)
+    assert not (tmp_path / "out").exists()
 
 
 def test_errorifexists_and_ignore(spark: SparkSession, tmp_path: Path) -> None:
