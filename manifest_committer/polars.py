@@ -33,7 +33,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .collector_pause import collector_paused
 from .paths import TEMPORARY_DIR
 from .success_data import SuccessData
 from .writing.dataset_output import is_local
@@ -197,17 +196,12 @@ def _write_with_own_names(
     sinked: list[tuple[str, int]] = []
     _sink(data, job, _partitioning(root, job, None), sinked)
     prefix = root + "/"
-    with collector_paused():  # a few objects a file, none in a cycle
-        relative = [
-            path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, root) for path, _ in sinked
-        ]
-        written = sum(count for _, count in sinked)
-        outputs = map_polars_files(relative, job.partition_by, kinds, target.file_prefix, job.output_format.extension)
-        if outputs is not None and (rows is None or rows == written):
-            partitions = frozenset(
-                destination.rpartition("/")[0] for destination in outputs.values() if "/" in destination
-            )
-            return TaskFiles(written, _named_in_place(prefix, outputs), partitions)
+    relative = [path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, root) for path, _ in sinked]
+    written = sum(count for _, count in sinked)
+    outputs = map_polars_files(relative, job.partition_by, kinds, target.file_prefix, job.output_format.extension)
+    if outputs is not None and (rows is None or rows == written):
+        partitions = frozenset(destination.rpartition("/")[0] for destination in outputs.values() if "/" in destination)
+        return TaskFiles(written, _named_in_place(prefix, outputs), partitions)
     log.info(
         "Task attempt %s: Polars' own file names cannot be mapped to Spark's with certainty; writing again through a "
         "file_path_provider",
