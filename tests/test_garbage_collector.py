@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import manifest_committer as mc
-from manifest_committer.store import StoreOperations
+from manifest_committer.store import StoreOperations, open_store
 from manifest_committer.store.wrapping import WrappingStore
 
 TASKS = 4
@@ -112,3 +112,22 @@ def test_a_cycle_another_thread_makes_during_a_commit_is_collected_during_it(tmp
 
     summary = commit_a_job(tmp_path, during)
     assert summary.success and outcomes == [True], "a cycle of another thread waited for the commit to end"
+
+
+def test_the_errors_of_a_batch_of_failed_calls_are_freed_without_the_collector(tmp_path: Path) -> None:
+    """A batch whose calls fail (a throttled store answers every call so) hands back its errors; dropped, they
+    are freed at once by reference counting, none left in a cycle for the collector to find."""
+    store = WrappingStore(open_store(str(tmp_path)).store)
+    missing = [f"{tmp_path}/missing-{number}" for number in range(3)]
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector finds unreachable is kept in gc.garbage, to look at
+    try:
+        outcomes = store.read_files(missing)
+        assert all(isinstance(outcome, FileNotFoundError) for outcome in outcomes)
+        del outcomes
+        gc.collect()
+        left = [found for found in gc.garbage if isinstance(found, FileNotFoundError) and found.filename in missing]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert left == [], "errors of the batch were left in cycles"
