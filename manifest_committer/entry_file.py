@@ -19,7 +19,7 @@ import struct
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, NamedTuple, Self
+from typing import Any, BinaryIO, NamedTuple, Self
 
 import orjson
 
@@ -115,9 +115,15 @@ class EntryFile:
         self.total_size += sum(files.sizes)
 
     def _read_chunk(self, reader: BinaryIO) -> tuple[str, list[FileToCommit]]:
+        task_attempt_id, columns = self._read_columns(reader)
+        return task_attempt_id, list(map(FileToCommit, *columns))
+
+    def _read_columns(self, reader: BinaryIO) -> tuple[str, list[list[Any]]]:
+        """A chunk as its five columns: lists of strings and numbers, five objects the cyclic collector tracks
+        where its rows are one a file."""
         (length,) = _LENGTH.unpack(reader.read(_LENGTH.size))
         task_attempt_id, *columns = orjson.loads(reader.read(length))
-        return task_attempt_id, list(map(FileToCommit, *columns))
+        return task_attempt_id, columns
 
     def chunks(self) -> Iterator[EntryChunk]:
         """Every chunk in the order written."""
@@ -150,14 +156,17 @@ class EntryFile:
         with open(self.path, "rb") as reader:
             for task_attempt_id, offset in sorted(self._chunk_offsets):
                 reader.seek(offset)
-                _, rows = self._read_chunk(reader)
+                # Rows are made a unit at a time from the chunk's columns: a task's whole chunk of rows, alive
+                # while its renames run, would be tracked objects that every pass of the collector walks.
+                _, columns = self._read_columns(reader)
+                count = len(columns[0]) if columns else 0
                 index = 0
-                while index < len(rows):
+                while index < count:
                     if first is None:
                         first = (task_attempt_id, index)
-                    taken = rows[index : index + unit_size - len(pending)]
-                    pending.extend(taken)
-                    index += len(taken)
+                    end = index + unit_size - len(pending)
+                    pending.extend(map(FileToCommit, *(column[index:end] for column in columns)))
+                    index = min(end, count)
                     if len(pending) >= unit_size:
                         yield RenameUnit(first[0], first[1], pending)
                         pending, first = [], None

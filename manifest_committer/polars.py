@@ -33,7 +33,6 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .collector_pause import collector_paused
 from .paths import TEMPORARY_DIR
 from .success_data import SuccessData
 from .writing.dataset_output import is_local
@@ -99,7 +98,22 @@ class _FileNames:
             raise first
 
 
-def _sink(frame: Any, job: WriteJob, partitioning: Any, sinked: list[tuple[str, int]] | None) -> None:
+class _Sinked:
+    """The files Polars reports it wrote (its ``sinked_paths_callback``): their paths, and the rows of each, in two
+    lists of strings and numbers rather than an object a file for the cyclic collector to track."""
+
+    __slots__ = ("paths", "rows")
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.rows: list[int] = []
+
+    def __call__(self, args: Any) -> None:
+        self.paths.extend(path.path for path in args.paths)
+        self.rows.extend(path.num_rows for path in args.paths)
+
+
+def _sink(frame: Any, job: WriteJob, partitioning: Any, sinked: _Sinked | None) -> None:
     """Polars' own sink of the format into ``partitioning``; ``sinked`` (Parquet files Polars opened itself
     only) receives the path and rows of each file."""
     output = job.output_format
@@ -108,9 +122,7 @@ def _sink(frame: Any, job: WriteJob, partitioning: Any, sinked: list[tuple[str, 
         frame.sink_parquet(
             partitioning,
             compression="uncompressed" if codec == "none" else codec,
-            sinked_paths_callback=None
-            if sinked is None
-            else lambda args: sinked.extend((path.path, path.num_rows) for path in args.paths),
+            sinked_paths_callback=sinked,
         )
     elif output.name == CSV:
         frame.sink_csv(partitioning, include_header=output.header)
@@ -168,12 +180,12 @@ def _own_names_agree() -> bool:
     )
     try:
         with tempfile.TemporaryDirectory(prefix="manifest-committer-polars-") as directory:
-            sinked: list[tuple[str, int]] = []
+            sinked = _Sinked()
             frame.lazy().sink_parquet(
                 pl.PartitionBy(directory, key=["k"], include_key=False, approximate_bytes_per_file=None),
-                sinked_paths_callback=lambda args: sinked.extend((path.path, path.num_rows) for path in args.paths),
+                sinked_paths_callback=sinked,
             )
-            relative = [os.path.relpath(path, directory) for path, _ in sinked]
+            relative = [os.path.relpath(path, directory) for path in sinked.paths]
             outputs = map_polars_files(relative, ["k"], [ValueKind.STRING], "part", ".parquet")
     except Exception:
         log.debug("Polars' own file names could not be probed", exc_info=True)
@@ -194,20 +206,17 @@ def _write_with_own_names(
     be mapped to the Spark writer's names with certainty, or Polars reported other than ``rows`` rows."""
     job = target.job
     root = target.task.work_path.rstrip("/")
-    sinked: list[tuple[str, int]] = []
+    sinked = _Sinked()
     _sink(data, job, _partitioning(root, job, None), sinked)
     prefix = root + "/"
-    with collector_paused():  # a few objects a file, none in a cycle
-        relative = [
-            path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, root) for path, _ in sinked
-        ]
-        written = sum(count for _, count in sinked)
-        outputs = map_polars_files(relative, job.partition_by, kinds, target.file_prefix, job.output_format.extension)
-        if outputs is not None and (rows is None or rows == written):
-            partitions = frozenset(
-                destination.rpartition("/")[0] for destination in outputs.values() if "/" in destination
-            )
-            return TaskFiles(written, _named_in_place(prefix, outputs), partitions)
+    relative = [
+        path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, root) for path in sinked.paths
+    ]
+    written = sum(sinked.rows)
+    outputs = map_polars_files(relative, job.partition_by, kinds, target.file_prefix, job.output_format.extension)
+    if outputs is not None and (rows is None or rows == written):
+        partitions = frozenset(destination.rpartition("/")[0] for destination in outputs.values() if "/" in destination)
+        return TaskFiles(written, _named_in_place(prefix, outputs), partitions)
     log.info(
         "Task attempt %s: Polars' own file names cannot be mapped to Spark's with certainty; writing again through a "
         "file_path_provider",
@@ -239,7 +248,7 @@ def _write_through_provider(data: Any, target: TaskTarget, rows: int | None) -> 
     """The ``file_path_provider`` names every file (``_FileNames``); ``rows`` ``None``: counted from Polars'
     report of the Parquet files it opened itself (local disk)."""
     names = _FileNames(target)
-    counted: list[tuple[str, int]] = []
+    counted = _Sinked()
     failed = True
     try:
         _sink(
@@ -249,7 +258,7 @@ def _write_through_provider(data: Any, target: TaskTarget, rows: int | None) -> 
     finally:
         with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
             names.close()
-    written = rows if rows is not None else sum(count for _, count in counted)
+    written = rows if rows is not None else sum(counted.rows)
     return TaskFiles(written, names.outputs, frozenset(names.partitions))
 
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ..background import BackgroundWork
-from ..collector_pause import collector_paused
 from ..config import CommitterConfig
 from ..errors import CommitterError, JobStateError, UnsupportedStoreError
 from ..iostatistics import StatisticsStore, elapsed_ms
@@ -145,7 +144,7 @@ class Stage(ABC, Generic[ArgT, ResultT]):
         stage_log = logging.getLogger(type(self).__module__)
         stage_log.info("%s: starting (job %s)", self.name, self.paths.job_id)
         start = time.perf_counter()
-        with self.stats.track(self.name), collector_paused():
+        with self.stats.track(self.name):
             result = self.execute(arguments)
         stage_log.info("%s: finished in %.3f s", self.name, time.perf_counter() - start)
         return result

@@ -7,9 +7,9 @@ import ctypes
 import errno
 import itertools
 import os
+import secrets
 import shutil
 import stat
-import tempfile
 from typing import Any
 
 import fsspec
@@ -39,6 +39,33 @@ def _link_then_unlink(source: str, dest: str) -> None:
     # link() fails with EEXIST if dest exists, so no file there is ever replaced.
     os.link(source, dest)
     os.unlink(source)
+
+
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _write_then_replace(path: str, data: bytes, mode: int) -> None:
+    """``data`` into a new temporary file beside ``path``, created with ``mode`` less the umask (the kernel applies
+    the process's umask; it is neither read nor changed here), then renamed over ``path``."""
+    directory, name = os.path.split(path)
+    os.makedirs(directory, exist_ok=True)
+    for _ in range(100):
+        temp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            handle = os.open(temp, _TEMP_FLAGS, mode)
+        except FileExistsError:
+            continue
+        break
+    else:
+        raise FileExistsError(errno.EEXIST, "no unused temporary name", path)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
 
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -248,18 +275,9 @@ class LocalStore(FsspecStore):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write beside ``path``, then replace it: a reader in another process (a heartbeat's, a marker file's)
-        never sees the file truncated or half written, which ``open(path, "wb")`` would show it."""
-        directory, name = os.path.split(path)
-        os.makedirs(directory, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(handle, "wb") as file:
-                file.write(data)
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp)
-            raise
+        never sees the file truncated or half written, which ``open(path, "wb")`` would show it. The file gets
+        the mode a data file gets (``0o666`` less the umask): whoever may read the data may read the record."""
+        _write_then_replace(path, data, 0o666)
 
     def append_bytes(self, path: str, data: bytes) -> None:
         """``O_APPEND`` then ``fsync``: the bytes are at the end of the file, on disk, when this returns. Never
@@ -275,9 +293,9 @@ class LocalStore(FsspecStore):
             os.close(handle)
 
     def write_private_bytes(self, path: str, data: bytes) -> None:
-        """``write_bytes`` (its temporary file is created 0600, and the rename keeps the mode), the mode set again
-        explicitly so that no umask or later change of ``write_bytes`` can widen it."""
-        self.write_bytes(path, data)
+        """As ``write_bytes``, the file created 0600 (never wider at any moment) and the mode set again explicitly,
+        so that no umask can widen it."""
+        _write_then_replace(path, data, 0o600)
         os.chmod(path, 0o600, follow_symlinks=False)
 
     def read_private_bytes(self, path: str) -> bytes:

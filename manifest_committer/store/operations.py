@@ -597,8 +597,24 @@ def calls_one_by_one(call: Callable[[Item], A], items: Sequence[Item]) -> list[A
         try:
             outcomes.append(call(item))
         except Exception as error:
-            outcomes.append(error)
+            outcomes.append(_without_frames(error))
     return outcomes
+
+
+def _without_frames(error: Exception) -> Exception:
+    """``error`` (and the errors it was raised from) without their tracebacks, which the message does not need.
+
+    A traceback holds the frames it passes through, and each finished frame its locals and its caller's frame, up
+    to the frame holding the list this error goes into: error, traceback, frames and list would form a cycle,
+    one a failed call, that only the cyclic collector frees.
+    """
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        link.__traceback__ = None
+        link = link.__cause__ or link.__context__
+    return error
 
 
 def answers_of(results: Sequence[Any]) -> list[Any]:

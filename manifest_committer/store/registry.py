@@ -8,9 +8,12 @@ source shipped to a Spark executor) still serves them; an installed entry point 
 binding.
 
 A scheme has one binding. A second binding for a served scheme is refused naming both, unless registered at run
-time with ``replace=True``; two entry points claiming one scheme (or one claiming a built-in's) leave it
-refused, naming both, until a run-time registration chooses. A broken entry point is logged and named in
-refusals, and stops no other store.
+time with ``replace=True``; every replacement is logged naming both bindings (a built-in's at WARNING). A
+built-in's scheme changes hands only by such a call of the user's: an entry point claiming it, or a
+``register_store_binding(..., replace=True)`` made while an entry point is loaded (by the import of its module),
+is refused with a warning naming both bindings and the entry point, and the built-in keeps the scheme. Two entry
+points claiming one scheme leave it refused, naming both, until a run-time registration chooses. A broken entry
+point is logged and named in refusals, and stops no other store.
 
 The registry is process-wide, as entry points and fsspec's own registry are: one ``StoreBindings`` object
 (``store_bindings()``) holds that state, and nothing else in this module changes. It loads the entry points
@@ -62,6 +65,7 @@ class _Claim:
 
     binding: StoreBinding
     origin: str
+    built_in: bool = False
 
     def describe(self) -> str:
         return f"{self.binding.name!r} ({self.origin})"
@@ -99,6 +103,8 @@ class StoreBindings:
         self._contested: dict[str, tuple[str, ...]] = {}
         """Schemes that entry points claim twice: refused, naming the claimants, until a run-time registration."""
         self._failures: list[str] = []
+        self._loading: str | None = None
+        """The entry point being loaded (by this thread, which holds the lock meanwhile), if one is."""
 
     # --- changes ------------------------------------------------------------------------------------------------
 
@@ -106,23 +112,42 @@ class StoreBindings:
         """Serve ``binding``'s schemes with it, in this process.
 
         ``ConfigError`` naming both bindings if another serves one of them, unless ``replace``: then ``binding``
-        takes those schemes (the other keeps the rest of its own). Registering an equal binding again changes
-        nothing.
+        takes those schemes (the other keeps the rest of its own), logged naming both; a built-in's only when
+        no entry point is being loaded (called from the import of one, it is refused with a warning). Registering
+        an equal binding again changes nothing.
         """
         if not isinstance(binding, StoreBinding):
             raise ConfigError(f"register_store_binding: {binding!r} is not a StoreBinding")
         with self._lock:
             self._load()
-            self._claim(_Claim(binding, RUN_TIME), replace=replace, strict=True)
+            if self._loading is None:
+                self._claim(_Claim(binding, RUN_TIME), replace=replace, strict=True)
+            else:
+                self._claim(
+                    _Claim(binding, f"registered while {self._loading} was loaded"), replace=replace, strict=True
+                )
 
     def _claim(self, claim: _Claim, *, replace: bool, strict: bool) -> None:
+        """Serve ``claim``'s schemes with it: ``strict`` (a registration call) raises where another serves one and
+        ``replace`` is not given, otherwise (an entry point) such a scheme is contested. While an entry point is
+        loaded nothing takes a built-in's scheme (refused with a warning)."""
         binding = claim.binding
         taken = {
             scheme: other
             for scheme in binding.schemes
             if (other := self._claims.get(scheme)) is not None and other.binding != binding
         }
-        contested = [scheme for scheme in binding.schemes if scheme in self._contested]
+        schemes = list(binding.schemes)
+        if self._loading is not None and (kept := {s: other for s, other in taken.items() if other.built_in}):
+            log.warning(
+                "Store binding %s claims schemes of built-in bindings (%s): refused, the built-ins keep them (a "
+                "built-in's scheme changes hands only by the user's own register_store_binding(..., replace=True))",
+                claim.describe(),
+                "; ".join(f"{scheme}:// by {other.describe()}" for scheme, other in kept.items()),
+            )
+            schemes = [scheme for scheme in schemes if scheme not in kept]
+            taken = {scheme: other for scheme, other in taken.items() if scheme not in kept}
+        contested = [scheme for scheme in schemes if scheme in self._contested]
         if (taken or contested) and not replace:
             held = [f"{scheme}:// by {other.describe()}" for scheme, other in taken.items()]
             held += [f"{scheme}:// by {' and '.join(self._contested[scheme])}" for scheme in contested]
@@ -137,8 +162,24 @@ class StoreBindings:
                 del self._claims[scheme]
             for scheme in contested:
                 self._contested[scheme] = (*self._contested[scheme], claim.describe())
-        for scheme in binding.schemes:
+        for scheme in schemes:
             if replace or (scheme not in taken and scheme not in contested):
+                if replace and scheme in taken:
+                    other = taken[scheme]
+                    log.log(
+                        logging.WARNING if other.built_in else logging.INFO,
+                        "Store binding %s replaces %s for %s://",
+                        claim.describe(),
+                        other.describe(),
+                        scheme,
+                    )
+                elif replace and scheme in contested:
+                    log.info(
+                        "Store binding %s serves %s://, claimed by %s",
+                        claim.describe(),
+                        scheme,
+                        " and ".join(self._contested[scheme]),
+                    )
                 self._claims[scheme] = claim
                 self._contested.pop(scheme, None)
 
@@ -149,7 +190,7 @@ class StoreBindings:
         self._loaded = True  # first: a module that registers itself while it is loaded finds the registry open
         built_in_values = {entry_point.value for entry_point in self._built_ins}
         for entry_point in self._built_ins:
-            self._load_entry_point(entry_point, f"built in, {entry_point.value}")
+            self._load_entry_point(entry_point, f"built in, {entry_point.value}", built_in=True)
         try:
             discovered = sorted(self._discover(), key=lambda entry_point: (entry_point.name, entry_point.value))
         except Exception as error:  # unreadable metadata of some distribution: the built-ins still serve
@@ -158,19 +199,25 @@ class StoreBindings:
             return
         for entry_point in discovered:
             if entry_point.value not in built_in_values:  # the built-ins as the installed metadata lists them
-                self._load_entry_point(entry_point, _origin_of(entry_point))
+                self._load_entry_point(entry_point, _origin_of(entry_point), built_in=False)
 
-    def _load_entry_point(self, entry_point: EntryPoint, origin: str) -> None:
+    def _load_entry_point(self, entry_point: EntryPoint, origin: str, *, built_in: bool) -> None:
+        """Import an entry point and claim its binding's schemes; while an installed one is imported and claims,
+        ``_loading`` names it, so that nothing it does takes a built-in's scheme."""
+        self._loading = None if built_in else origin
         try:
-            loaded = entry_point.load()
-            binding = loaded if isinstance(loaded, StoreBinding) or not callable(loaded) else loaded()
-            if not isinstance(binding, StoreBinding):
-                raise TypeError(f"it gives a {type(binding).__name__}, not a StoreBinding")
-        except Exception as error:
-            log.warning("Store binding of %s failed to load: %s: %s", origin, type(error).__name__, error)
-            self._failures.append(f"{origin} ({type(error).__name__}: {error})")
-            return
-        self._claim(_Claim(binding, origin), replace=False, strict=False)
+            try:
+                loaded = entry_point.load()
+                binding = loaded if isinstance(loaded, StoreBinding) or not callable(loaded) else loaded()
+                if not isinstance(binding, StoreBinding):
+                    raise TypeError(f"it gives a {type(binding).__name__}, not a StoreBinding")
+            except Exception as error:
+                log.warning("Store binding of %s failed to load: %s: %s", origin, type(error).__name__, error)
+                self._failures.append(f"{origin} ({type(error).__name__}: {error})")
+                return
+            self._claim(_Claim(binding, origin, built_in), replace=False, strict=False)
+        finally:
+            self._loading = None
 
     # --- lookups ------------------------------------------------------------------------------------------------
 
@@ -255,7 +302,8 @@ def store_bindings() -> StoreBindings:
 def register_store_binding(binding: StoreBinding, *, replace: bool = False) -> None:
     """Serve ``binding``'s URL schemes with it in this process (``StoreBindings.register``).
 
-    ``ConfigError`` naming both bindings if another already serves one of its schemes, unless ``replace``.
+    ``ConfigError`` naming both bindings if another already serves one of its schemes, unless ``replace`` (each
+    takeover logged naming both; a built-in's refused while an entry point's module is imported).
     Register it in every process that commits (executors and workers too), for example when the module that
     defines the filesystem is imported, or declare it as an entry point of the group ``manifest_committer.stores``.
     """

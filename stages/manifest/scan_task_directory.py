@@ -184,7 +184,9 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                     if directory == root:
                         raise self._missing_attempt_dir(task_attempt_id) from None
                     children = []
-                listings[directory] = {_name(child): child for child in children}
+                # A plain directory's status is never asked again (a file is looked up, or a link refused): not
+                # keeping them keeps a status a partition out of the objects that live through the stage.
+                listings[directory] = {_name(child): child for child in children if child.is_link or not child.is_dir}
             return listings[directory]
 
         checked_dirs: set[str] = {""}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import gc
 import logging
 import threading
 from pathlib import Path
@@ -15,7 +14,7 @@ from manifest_committer.config import CommitterConfig, MarkerType
 from manifest_committer.stages.manifest.setup_task import SetupTaskArguments, SetupTaskStage
 from manifest_committer.stages.save_task_manifest import SaveTaskManifestArguments, SaveTaskManifestStage
 from manifest_committer.statistic_names import OP_GET_FILE_STATUS, STORE_IO_RETRY
-from manifest_committer.store import Fault, FaultInjectingStore, FileStatus
+from manifest_committer.store import Fault, FaultInjectingStore
 from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import (
     FAST_CONFIG,
@@ -148,21 +147,3 @@ def test_a_gate_call_inside_another_never_waits_for_its_own_slot(tmp_path: Path)
     assert not aborted.is_alive(), "the abort hung on a call nested in another"
     assert [path.name for path in tmp_path.iterdir() if not path.name.startswith("_")] == []
     committer.close()
-
-
-def test_a_stage_runs_with_the_cyclic_collector_paused(destination: str) -> None:
-    """A stage allocates a few objects a file, none in a cycle: the collector's passes over the whole process
-    would cost more than the stage's own work (``collector_pause``)."""
-    context = make_context(destination)
-    set_up_job(context)
-    enabled_during_calls: list[bool] = []
-
-    class Watching(FaultInjectingStore):
-        def info(self, path: str) -> FileStatus | None:
-            enabled_during_calls.append(gc.isenabled())
-            return super().info(path)
-
-    gc.enable()
-    SetupTaskStage(fresh(context, store=Watching(context.store, []))).apply(SetupTaskArguments(*task_ids(1)))
-    assert enabled_during_calls and not any(enabled_during_calls)
-    assert gc.isenabled()

@@ -4,6 +4,7 @@ with the committer's promises; unbound schemes and clashing bindings are refused
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import subprocess
@@ -343,7 +344,9 @@ def test_an_unbound_scheme_is_refused_saying_what_a_binding_provides(url: str, s
     assert "hdfs" not in message.split("Registered:")[1], "refused stores are not offered"
 
 
-def test_a_binding_for_a_built_in_scheme_is_refused_unless_it_replaces(store_bindings: StoreBindings) -> None:
+def test_a_binding_for_a_built_in_scheme_is_refused_unless_it_replaces(
+    store_bindings: StoreBindings, caplog: pytest.LogCaptureFixture
+) -> None:
     impostor = mc.fsspec_store_binding(FaultyFileSystem, FAULTY_CAPABILITIES, name="impostor", schemes=("memory",))
     with pytest.raises(mc.ConfigError) as raised:
         mc.register_store_binding(impostor)
@@ -353,8 +356,16 @@ def test_a_binding_for_a_built_in_scheme_is_refused_unless_it_replaces(store_bin
     assert "replace=True" in message
     assert type(open_store("memory://bucket/out").store) is MemoryStore
 
+    caplog.set_level(logging.INFO, logger="manifest_committer.store.registry")
     mc.register_store_binding(impostor, replace=True)
     assert type(open_store("memory://bucket/out").store) is DeclaredFsspecStore
+    assert [(record.levelname, record.getMessage()) for record in caplog.records] == [
+        (
+            "WARNING",
+            "Store binding 'impostor' (registered at run time) replaces 'memory' (built in, "
+            "manifest_committer.store.memory:MEMORY_BINDING) for memory://",
+        )
+    ]
 
 
 def test_registering_the_same_binding_again_changes_nothing_and_another_is_refused(
@@ -424,22 +435,39 @@ def test_a_broken_entry_point_is_named_and_stops_no_other_store() -> None:
 
 def test_two_entry_points_for_one_scheme_leave_it_refused_until_one_is_chosen() -> None:
     bindings = StoreBindings(
-        discover=lambda: _entry_points(("impostor", "tests.fixtures.faulty_filesystem:MEMORY_IMPOSTOR"))
+        discover=lambda: _entry_points(
+            ("faulty", "tests.fixtures.faulty_filesystem:FAULTY_BINDING"),
+            ("rival", "tests.fixtures.faulty_filesystem:FAULTY_RIVAL"),
+        )
     )
     with pytest.raises(mc.UnsupportedStoreError) as raised:
-        bindings.binding_for("memory://x")
+        bindings.binding_for(DEST)
     message = str(raised.value)
-    assert "more than one store binding claims memory://" in message
-    assert "'memory' (built in" in message
-    assert "'impostor' (entry point impostor = tests.fixtures.faulty_filesystem:MEMORY_IMPOSTOR)" in message
-    assert bindings.find("memory://x") is None
-    assert bindings.binding_for("file:///tmp").name == "local", "the other built-ins still serve"
+    assert "more than one store binding claims faulty://" in message
+    assert "'faulty' (entry point faulty = tests.fixtures.faulty_filesystem:FAULTY_BINDING)" in message
+    assert "'rival' (entry point rival = tests.fixtures.faulty_filesystem:FAULTY_RIVAL)" in message
+    assert bindings.find(DEST) is None
+    assert bindings.binding_for("file:///tmp").name == "local", "the other stores still serve"
 
-    assert "memory" not in [binding.name for binding in bindings.bindings()]
-    with pytest.raises(mc.ConfigError, match=r"memory:// by 'memory' .* and 'impostor'"):
-        bindings.register(mc.StoreBinding(name="third", schemes=("memory",), refusal="no"))
-    bindings.register(MEMORY_BINDING, replace=True)
-    assert bindings.binding_for("memory://x") is MEMORY_BINDING
+    assert "faulty" not in [binding.name for binding in bindings.bindings()]
+    with pytest.raises(mc.ConfigError, match=r"faulty:// by 'faulty' .* and 'rival'"):
+        bindings.register(mc.StoreBinding(name="third", schemes=("faulty",), refusal="no"))
+    bindings.register(FAULTY_BINDING, replace=True)
+    assert bindings.binding_for(DEST) is FAULTY_BINDING
+
+
+def test_an_entry_point_claiming_a_built_ins_scheme_is_refused_and_the_built_in_serves(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    bindings = StoreBindings(
+        discover=lambda: _entry_points(("impostor", "tests.fixtures.faulty_filesystem:MEMORY_IMPOSTOR"))
+    )
+    with caplog.at_level(logging.WARNING, logger="manifest_committer.store.registry"):
+        assert bindings.binding_for("memory://x") is MEMORY_BINDING
+    (warning,) = [record.getMessage() for record in caplog.records]
+    assert "'impostor' (entry point impostor = tests.fixtures.faulty_filesystem:MEMORY_IMPOSTOR)" in warning
+    assert "memory:// by 'memory' (built in, manifest_committer.store.memory:MEMORY_BINDING)" in warning
+    assert "refused, the built-ins keep them" in warning
 
 
 # --- the built-in bindings --------------------------------------------------------------------------------------------
@@ -569,6 +597,87 @@ def test_an_installed_distributions_entry_points_bind_its_stores(tmp_path: Path)
     )
     assert "unknown scheme broken://" in outcome["refusal"]
     assert "faultier (faultier://), faulty (faulty://)" in outcome["refusal"]
+
+
+SNEAKY_PLUGIN = """
+import manifest_committer as mc
+from tests.fixtures.faulty_filesystem import FAULTY_CAPABILITIES, FaultyFileSystem
+
+IMPOSTOR = mc.fsspec_store_binding(
+    FaultyFileSystem, FAULTY_CAPABILITIES, name="impostor", schemes=("file", "local", "sneaky")
+)
+mc.register_store_binding(IMPOSTOR, replace=True)  # run by the import of the entry point's module
+
+BINDING = IMPOSTOR
+"""
+
+TAKEOVER = """
+import json, logging, sys
+import manifest_committer as mc
+from manifest_committer.store import open_store, store_bindings
+
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
+root = sys.argv[1]
+before = type(open_store(root).store).__name__
+sneaky = store_bindings().binding_for("sneaky://bucket/x").name
+with mc.create_committer(root + "/table", "job-local") as committer:
+    committer.setup_job()
+    summary = committer.commit_job()
+print("---", file=sys.stderr)
+import sneaky_store_plugin
+mc.register_store_binding(sneaky_store_plugin.IMPOSTOR, replace=True)  # the user's own choice, at run time
+json.dump(
+    {"before": before, "sneaky": sneaky, "committed": summary.success, "after": type(open_store(root).store).__name__},
+    sys.stdout,
+)
+"""
+
+
+def test_an_entry_point_whose_import_replaces_a_built_in_is_refused_and_the_users_own_call_is_logged(
+    tmp_path: Path,
+) -> None:
+    """In a fresh interpreter: an installed plugin whose module, imported as an entry point, registers a binding for
+    ``file://`` with ``replace=True`` leaves ``file://`` to the built-in (with a warning naming both bindings and
+    the entry point) and still serves its own scheme; the user's own call at run time replaces it, logged."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sneaky_store_plugin.py").write_text(SNEAKY_PLUGIN, encoding="utf-8")
+    _distribution(site, "sneaky_store_plugin", {"sneaky": "sneaky_store_plugin:BINDING"})
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    local = tmp_path / "local"
+    local.mkdir()
+
+    result = subprocess.run(
+        [sys.executable, "-c", TAKEOVER, str(local)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout) == {
+        "before": "LocalStore",
+        "sneaky": "impostor",
+        "committed": True,
+        "after": "DeclaredFsspecStore",
+    }
+    discovery, run_time = result.stderr.split("---\n")
+    entry_point = "entry point sneaky = sneaky_store_plugin:BINDING of sneaky_store_plugin 1.0"
+    refusals = [line for line in discovery.splitlines() if line.startswith("WARNING") and "refused" in line]
+    assert refusals and all(entry_point in line for line in refusals), discovery
+    assert all(
+        "file:// by 'local' (built in, manifest_committer.store.local:LOCAL_BINDING)" in line for line in refusals
+    )
+    assert "'impostor'" in refusals[0]
+    assert " replaces '" not in discovery, "nothing replaced a built-in while the entry point was loaded"
+    (takeover,) = [line for line in run_time.splitlines() if " replaces '" in line and "file://" in line]
+    assert takeover == (
+        "WARNING manifest_committer.store.registry Store binding 'impostor' (registered at run time) replaces "
+        "'local' (built in, manifest_committer.store.local:LOCAL_BINDING) for file://"
+    )
 
 
 # --- docs/stores.md ---------------------------------------------------------------------------------------------------
