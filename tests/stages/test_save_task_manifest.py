@@ -84,6 +84,7 @@ def test_applied_twice_raises(destination: str) -> None:
         stage.apply(builder(context, []))
 
 
+@store_changes_the_outcome  # object stores imply directories from file names: a finished job is told by its files
 def test_a_late_attempt_cannot_recreate_the_state_of_a_finished_job(destination: str) -> None:
     context = prepared(destination)
     context.store.delete_dir(context.paths.job_dir)  # the job was committed or aborted meanwhile
@@ -93,6 +94,7 @@ def test_a_late_attempt_cannot_recreate_the_state_of_a_finished_job(destination:
     assert context.store.info(context.paths.job_dir) is None
 
 
+@store_changes_the_outcome  # object stores imply directories from file names: a finished job is told by its files
 def test_a_task_commit_racing_the_end_of_its_job_fails_and_leaves_nothing(destination: str) -> None:
     """Issue 8: the job's cleanup ran between the check and the write, and the write recreated ``_temporary/<job>``
     and reported success. Now the state is checked again once the manifest is in place."""
