@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The writer tests on the oldest releases of the frameworks that the extras admit (pyproject.toml's lower bounds
 # of pyspark, pyarrow, polars, dask and ray; everything else as pip resolves it), in an environment of their own:
-# .venv-oldest/ (MANIFEST_COMMITTER_OLDEST_VENV), made and kept up to date here. scripts/run-tests.sh runs this
-# after the whole suite; alone: bash scripts/run-oldest-tests.sh [pytest arguments instead of the writer tests].
+# .venv-oldest/ (MANIFEST_COMMITTER_OLDEST_VENV), made and kept up to date here. .ci/run runs this as its own step
+# after scripts/run-tests.sh; alone: bash scripts/run-oldest-tests.sh [pytest arguments instead of the writer tests].
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -4,6 +4,7 @@ destination holds."""
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
@@ -32,7 +33,7 @@ from tests.fixtures.committing import (
     url_of,
     write,
 )
-from tests.fixtures.stores import protocol_cases
+from tests.fixtures.stores import ALL_STORES, CORE_STORES, protocol_cases, store_destination
 
 ODD_NAMES = {
     "dt=2024-01-01/country=München/part 0%.csv": b"munich",
@@ -47,32 +48,49 @@ ODD_NAMES = {
 }
 
 
+CORE = tuple(CORE_STORES)
+
+
+@pytest.fixture(params=CORE_STORES)
+def protocol_destination(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Memory and local disk; ``on_every_store`` and the ``*_EVERY_STORE`` cases add the Azure and GCS emulators to
+    the tests whose outcome hangs on the store (names, conflicts at the destination, directories, a rename that
+    copies then deletes, crash recovery), and the ``upload`` protocol runs on S3. The store's own promises are
+    tested on every binding by tests/store/test_store_contract.py."""
+    yield from store_destination(request, tmp_path)
+
+
 @pytest.fixture
 def destination(protocol_destination: str) -> str:
-    """This module runs on every store, the emulators included: it overrides the core-only ``destination``; the
-    protocol-parametrized tests choose the store too (``protocol_cases``)."""
+    """The protocol-parametrized tests choose the store too (``protocol_cases``)."""
     return protocol_destination
 
 
-EVERY_PROTOCOL = protocol_cases("manifest", "v1", "v2", "transactional")
+on_every_store = pytest.mark.parametrize("protocol_destination", ALL_STORES, indirect=True)
+"""A test of one protocol that runs on the Azure and GCS emulators too (say why beside each use)."""
+EVERY_PROTOCOL = protocol_cases("manifest", "v1", "v2", "transactional", stores=CORE)
 """Every protocol on every store it runs on: the rename protocols and transactional on all but S3, upload on S3."""
-PROTOCOLS_BUT_V2 = protocol_cases("manifest", "v1", "transactional")
+PROTOCOLS_BUT_V2 = protocol_cases("manifest", "v1", "transactional", stores=CORE)
 """Where v2's flaw (committed tasks' files in the destination at once, kept by abort) makes a test moot."""
-LAST_COMMIT_WINS_PROTOCOLS = protocol_cases("manifest", "v1", upload=False)
+LAST_COMMIT_WINS_PROTOCOLS = protocol_cases("manifest", "v1", upload=False, stores=CORE)
 """Where a test is about a later task commit superseding an earlier one, and v2's flaw makes it moot: the upload
 and transactional protocols save one manifest per attempt and, without ``accepted_attempts``, commit the first
 saved (S3's second-grained times tie to the smallest attempt id), so that a late losing attempt never displaces
 the accepted one; tests/protocols/upload/test_committer.py and tests/protocols/transactional/test_attacks.py
 cover that."""
-RENAMING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", upload=False)
+RENAMING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", upload=False, stores=CORE)
 """Where a test is about moving files to a name of the task's choosing: the transactional and upload protocols
 write each file in place (transactional under a name carrying its tid, so no file of a job ever lands on an
 existing one), refuse names readers skip (``_x``, ``.x``), and cannot rename;
 tests/protocols/transactional/test_committer.py and tests/protocols/upload/test_committer.py cover what they do
 instead."""
-REPLACING_PROTOCOLS = protocol_cases("manifest", "v1", "v2")
+REPLACING_PROTOCOLS = protocol_cases("manifest", "v1", "v2", stores=CORE)
 """Where a test is about a job's file landing on something already in the destination: the rename protocols and
 upload (its complete with ``If-None-Match: *`` is its rename); transactional's tid names never land on one."""
+RENAMING_PROTOCOLS_EVERY_STORE = protocol_cases("manifest", "v1", "v2", upload=False)
+"""``RENAMING_PROTOCOLS`` on the emulators too."""
+REPLACING_PROTOCOLS_EVERY_STORE = protocol_cases("manifest", "v1", "v2")
+"""``REPLACING_PROTOCOLS`` on the emulators too."""
 RECORDS = {"_committed_", "_started_"}
 
 
@@ -88,7 +106,7 @@ def counters(success: mc.SuccessData) -> dict[str, int]:
     return success.iostatistics.counters
 
 
-@RENAMING_PROTOCOLS
+@RENAMING_PROTOCOLS_EVERY_STORE  # what the store makes of odd names
 def test_multi_task_job_with_partitions_and_odd_names(destination: str, protocol: str) -> None:
     committer = new_job(destination, protocol=protocol)
     names = sorted(ODD_NAMES)
@@ -106,7 +124,7 @@ def test_multi_task_job_with_partitions_and_odd_names(destination: str, protocol
     assert "_temporary" not in tree(committer)
 
 
-@protocol_cases("transactional")
+@protocol_cases("transactional")  # every store: what the store makes of odd names
 def test_odd_names_written_in_place(destination: str, protocol: str) -> None:
     """The in-place protocols refuse names readers skip (``_x``, ``.x``) when the file is opened; every other odd
     name is committed as the task wrote it."""
@@ -210,6 +228,7 @@ def test_same_attempt_committed_twice_commits_its_latest_files(destination: str)
     assert counters(success)[COMMITTER_TASKS_COMPLETED] == 1
 
 
+@on_every_store  # directories implied by file names
 def test_empty_directories_of_a_task_are_created(destination: str) -> None:
     committer = new_job(destination)
     task = run_task(committer, "task_00000", "attempt_00000_0", {"dt=1/a.csv": b"a"}, commit=False)
@@ -469,6 +488,7 @@ def test_mark_successful_jobs_false_writes_no_success_file(destination: str, pro
     assert "_SUCCESS" not in tree(committer)
 
 
+@on_every_store  # a prefix delete must stop at the job's own name
 def test_concurrent_jobs_into_one_destination(destination: str) -> None:
     job_a = new_job(destination, job_id="job-a")
     job_b = new_job(destination, job_id="job-b")
@@ -532,7 +552,7 @@ def delete_target_config(delete: bool) -> mc.CommitterConfig:
     )
 
 
-@protocol_cases("manifest", "v1")
+@protocol_cases("manifest", "v1")  # every store: its rename never overwrites
 def test_existing_file_at_destination_is_a_conflict_without_delete_target_files(
     destination: str, protocol: str
 ) -> None:
@@ -548,7 +568,7 @@ def test_existing_file_at_destination_is_a_conflict_without_delete_target_files(
     assert "_SUCCESS" not in tree(committer)
 
 
-@REPLACING_PROTOCOLS
+@REPLACING_PROTOCOLS_EVERY_STORE  # the store's own rename and delete
 def test_existing_file_at_destination_is_replaced_with_delete_target_files(destination: str, protocol: str) -> None:
     committer = new_job(destination, config=delete_target_config(True), protocol=protocol)
     committer.store.write_bytes(committer.paths.dest + "/dt=1/part-0.csv", b"old data")
@@ -560,7 +580,7 @@ def test_existing_file_at_destination_is_replaced_with_delete_target_files(desti
     assert output(committer) == {"dt=1/part-0.csv": b"new", "dt=1/unrelated.csv": b"stays"}
 
 
-@protocol_cases("manifest", "v1")
+@protocol_cases("manifest", "v1")  # every store: directories implied by file names
 def test_directory_at_a_file_destination_is_a_conflict_without_delete_target_files(
     destination: str, protocol: str
 ) -> None:
@@ -577,7 +597,7 @@ def test_directory_at_a_file_destination_is_a_conflict_without_delete_target_fil
     assert output(committer) == {"dt=1/part-0.csv/inner.txt": b"inside"}, nested_by_hadoop
 
 
-@REPLACING_PROTOCOLS
+@REPLACING_PROTOCOLS_EVERY_STORE  # directories implied by file names
 def test_directory_at_a_file_destination_is_replaced_with_delete_target_files(destination: str, protocol: str) -> None:
     committer = new_job(destination, config=delete_target_config(True), protocol=protocol)
     committer.store.write_bytes(committer.paths.dest + "/dt=1/part-0.csv/inner.txt", b"inside")
@@ -588,7 +608,7 @@ def test_directory_at_a_file_destination_is_replaced_with_delete_target_files(de
     assert output(committer) == {"dt=1/part-0.csv": b"new"}
 
 
-@REPLACING_PROTOCOLS
+@REPLACING_PROTOCOLS_EVERY_STORE  # the store's delete takes names literally
 def test_replacing_a_directory_with_glob_characters_deletes_only_that_directory(
     destination: str, protocol: str
 ) -> None:
@@ -609,6 +629,7 @@ def test_replacing_a_directory_with_glob_characters_deletes_only_that_directory(
     }
 
 
+@on_every_store  # a key and a prefix may share a name
 def test_a_users_file_where_a_directory_must_go_is_a_conflict(destination: str) -> None:
     """Issue 8: job commit deleted it (even with delete.target.files=false) and abort did not bring it back."""
     committer = mc.ManifestCommitter(destination, "job-1", config=delete_target_config(False))
@@ -626,6 +647,7 @@ def test_a_users_file_where_a_directory_must_go_is_a_conflict(destination: str) 
     assert "_temporary" not in tree(committer)
 
 
+@on_every_store  # a key and a prefix may share a name
 def test_delete_target_files_replaces_a_file_where_a_directory_must_go(destination: str) -> None:
     """That key means "replace": the file is deleted and the directory created."""
     committer = mc.ManifestCommitter(destination, "job-1", config=delete_target_config(True))
@@ -653,6 +675,7 @@ def four_task_job(committer: CommitterBase) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize(("io_threads", "rerun_on"), [(1, "fresh committer"), (8, "fresh committer"), (4, "same")])
+@on_every_store  # a rename that copies then deletes, finished by a rerun
 def test_commit_job_repeatable_after_a_crash_in_rename(destination: str, io_threads: int, rerun_on: str) -> None:
     """The first commit dies after some renames (one took effect, then the call failed); a fresh one finishes."""
     config = mc.CommitterConfig(io_threads=io_threads, save_retry_interval=0, store_retry_interval=0)
@@ -748,6 +771,7 @@ def snapshot_before_job(committer: CommitterBase) -> dict[str, bytes | None]:
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
+@on_every_store  # renames undone on a store that copies
 def test_abort_job_after_failed_commit_restores_the_destination(
     destination: str, when: Literal["before", "after"]
 ) -> None:

@@ -9,6 +9,7 @@ from manifest_committer.errors import JobStateError, OutputConflictError
 from manifest_committer.stages.base import StageContext
 from manifest_committer.stages.file_output.merge_paths import MergePathsArguments, MergePathsStage, MergeSource
 from tests.fixtures.stage_context import FAST_CONFIG, dest_path, exists, fresh, make_context
+from tests.fixtures.stores import store_changes_the_outcome
 
 
 def merge(context: StageContext, *sources: MergeSource, target: str | None = None) -> list[tuple[str, int]]:
@@ -24,6 +25,7 @@ def source_tree(context: StageContext, files: dict[str, bytes]) -> str:
     return root
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_every_file_keeps_its_relative_path(destination: str) -> None:
     context = make_context(destination)
     root = source_tree(context, {"a.csv": b"a", "dt=1/b.csv": b"bb", "dt=1/x/c.csv": b"ccc"})
@@ -35,6 +37,7 @@ def test_every_file_keeps_its_relative_path(destination: str) -> None:
     assert not exists(context, root + "/dt=1/b.csv")
 
 
+@store_changes_the_outcome  # the store's own rename never overwrites
 def test_a_file_in_place_is_a_conflict_not_overwritten(destination: str) -> None:
     context = make_context(destination)
     context.store.write_bytes(dest_path(context, "dt=1/b.csv"), b"someone else's")
@@ -46,6 +49,7 @@ def test_a_file_in_place_is_a_conflict_not_overwritten(destination: str) -> None
     assert context.store.read_bytes(dest_path(context, "dt=1/b.csv")) == b"someone else's"
 
 
+@store_changes_the_outcome  # the store's own rename and delete
 def test_delete_target_files_replaces(destination: str) -> None:
     context = make_context(destination, config=CommitterConfig(delete_target_files=True, store_retry_interval=0))
     context.store.write_bytes(dest_path(context, "b.csv"), b"old")
@@ -61,6 +65,7 @@ def test_a_missing_source_is_no_output(destination: str) -> None:
     assert merge(context, MergeSource("task_0", context.paths.dest + "/_temporary/0/never")) == []
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_a_rerun_moves_what_is_left(destination: str) -> None:
     context = make_context(destination)
     root = source_tree(context, {"a.csv": b"a", "b.csv": b"b"})

@@ -25,6 +25,7 @@ from tests.fixtures.stage_context import (
     set_up_job,
     task_ids,
 )
+from tests.fixtures.stores import store_changes_the_outcome
 
 SERIAL = replace(FAST_CONFIG, io_threads=1, rename_batch_size=1)
 
@@ -70,6 +71,7 @@ def test_reverts_the_renames_of_a_batch_that_moved_after_its_conflict(destinatio
     assert context.store.read_bytes(dest_path(context, "p=0/f0.csv")) == b"a user's file"
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_reverts_an_interrupted_job_commit(destination: str) -> None:
     context = interrupted_commit(destination)
     result = abort(context)
@@ -205,6 +207,7 @@ def test_after_the_commit_point_a_failed_cleanup_never_leads_to_a_revert(destina
     assert not exists(context, context.paths.job_dir)
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_only_the_directories_the_job_created_are_removed(destination: str) -> None:
     context = make_context(destination, config=SERIAL)
     context.store.mkdirs(dest_path(context, "p=0/empty-before"))

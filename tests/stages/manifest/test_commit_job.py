@@ -41,6 +41,7 @@ from tests.fixtures.stage_context import (
     set_up_job,
     task_ids,
 )
+from tests.fixtures.stores import store_changes_the_outcome
 from tests.fixtures.together import MeetInFlight
 
 FILES = {0: {"year=2024/a.csv": b"aaa", "b.csv": b"b"}, 1: {"year=2024/c.csv": b"cc", "year=2025/d.csv": b"dddd"}}
@@ -58,6 +59,7 @@ def commit(context: StageContext) -> CommitJobResult:
     return CommitJobStage(context).apply(CommitJobArguments())
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_commits_every_file_and_writes_success(destination: str) -> None:
     context = job(destination)
     with ThreadPoolExecutor(4) as pool:
@@ -99,6 +101,7 @@ def test_a_rerun_after_success_returns_the_saved_summary(destination: str) -> No
     assert again.files_committed == 0
 
 
+@store_changes_the_outcome  # the store's own rename: a copy then a delete on object stores
 def test_a_rerun_after_a_crash_finishes_the_job(destination: str) -> None:
     context = job(destination, io_threads=1, rename_batch_size=1)
     faulty = FaultInjectingStore(context.store, [Fault("rename_file", "c.csv", error=lambda: PermissionError("x"))])
@@ -197,6 +200,7 @@ def test_applied_twice_raises(destination: str) -> None:
         stage.apply(CommitJobArguments())
 
 
+@store_changes_the_outcome  # evidence of a rename from the store's checksums and etags
 def test_a_users_file_of_the_same_size_is_never_taken_for_committed_output(destination: str) -> None:
     """Issue 8: with the source gone, a pre-existing file of the manifest's size counted as committed and passed
     validate.output: silent wrong output. Only the journal says a file is this job's."""
@@ -253,6 +257,7 @@ def test_a_clean_commit_records_no_failed_store_call(destination: str) -> None:
     assert result.success.iostatistics.counters.get(OP_LOAD_FILE, 0) >= 1, "the probes still count as calls"
 
 
+@store_changes_the_outcome  # batches in flight at once (concurrent_calls) on the cloud stores
 def test_the_records_and_the_manifests_are_read_in_one_round_trip(destination: str) -> None:
     """Whether the job committed or began committing, and which manifests it has: four calls, one latency."""
     context = job(destination)

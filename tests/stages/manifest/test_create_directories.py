@@ -31,6 +31,7 @@ from manifest_committer.statistic_names import (
     OP_PREPARE_DIR_ANCESTORS,
 )
 from tests.fixtures.stage_context import FAST_CONFIG, dest_path, fresh, make_context, set_up_job
+from tests.fixtures.stores import store_changes_the_outcome
 
 
 def target(context: StageContext, relative: str, status: EntryStatus = EntryStatus.NOT_FOUND) -> TargetDirectory:
@@ -58,6 +59,7 @@ def prepared(destination: str, *, replace_files: bool = False) -> StageContext:
     return make_context(destination, config=replace(FAST_CONFIG, delete_target_files=replace_files))
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_only_leaves_are_created(destination: str) -> None:
     context = prepared(destination)
     result = create(
@@ -130,6 +132,7 @@ def test_a_file_at_an_ancestor_of_a_leaf_is_deleted(destination: str) -> None:
     assert files_deleted(context) == 1
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_object_stores_make_no_marker_where_files_go(destination: str) -> None:
     """A leaf that receives files comes into being with them; one that stays empty still gets a marker."""
     context = prepared(destination, replace_files=True)
@@ -147,6 +150,7 @@ def test_object_stores_make_no_marker_where_files_go(destination: str) -> None:
 
 
 @pytest.mark.parametrize("where", ["year=2024", "year=2024/m=1", "p"])
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_a_users_file_where_a_directory_must_go_is_a_conflict(destination: str, where: str) -> None:
     """Issue 8: it was deleted even with delete.target.files=false. Now nothing changes and the error names it."""
     context = prepared(destination)
@@ -200,6 +204,7 @@ class CountingPool(ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_many_new_partitions_are_one_listing(destination: str) -> None:
     """A partitioned job's new partitions of one directory: one listing of it, not a probe each (10,000 probes
     were most of a 10,000-partition local job commit), and every one is still journaled before it is made."""

@@ -32,6 +32,7 @@ from manifest_committer.statistic_names import (
 from manifest_committer.store import Fault, FaultInjectingStore
 from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import commit_task, dest_path, fresh, make_context, set_up_job, task_ids
+from tests.fixtures.stores import store_changes_the_outcome
 
 
 def load(context: StageContext) -> LoadManifestsResult:
@@ -65,6 +66,7 @@ def save_manifest(
     return manifest
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_spills_every_file_and_summarises(destination: str) -> None:
     context = make_context(destination)
     set_up_job(context)
@@ -159,6 +161,7 @@ def test_a_manifest_without_files_still_brings_its_directories(destination: str)
         ((EntryStatus.DIR, EntryStatus.DIR, EntryStatus.NOT_FOUND), EntryStatus.NOT_FOUND),
     ],
 )
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_directory_merge_precedence(destination: str, statuses: tuple[EntryStatus, ...], merged: EntryStatus) -> None:
     """A file in the way wins over a missing directory, which wins over one that some task saw existing."""
     context = make_context(destination)
@@ -222,6 +225,7 @@ def test_the_pool_reads_and_the_calling_thread_parses(destination: str, monkeypa
     assert parsing == {threading.current_thread().name}
 
 
+@store_changes_the_outcome  # batches in flight at once (concurrent_calls) on the cloud stores
 def test_a_store_that_takes_batches_reads_the_manifests_a_batch_a_call(destination: str) -> None:
     """A thread and a call for every 16 manifests, not one each; a failed read of a batch is retried by the
     committer's policy, counted as a failure, and the load goes on."""
@@ -245,6 +249,7 @@ def test_a_store_that_takes_batches_reads_the_manifests_a_batch_a_call(destinati
     assert counters[OP_LOAD_MANIFEST + ".failures"] == 1
 
 
+@store_changes_the_outcome  # batches in flight at once (concurrent_calls) on the cloud stores
 def test_parallel_load_with_a_pool_matches_serial_load(destination: str) -> None:
     context = make_context(destination)
     set_up_job(context)
@@ -376,6 +381,7 @@ def test_the_hash_spill_file_is_removed_after_a_good_load(
         (b'{"type": "something else", "version": 1}', "wrong type"),
     ],
 )
+@store_changes_the_outcome  # the store's own answers and errors
 def test_unreadable_manifests_fail_naming_the_file(destination: str, corruption: bytes, message: str) -> None:
     context = make_context(destination)
     set_up_job(context)

@@ -12,6 +12,7 @@ from manifest_committer.stages.manifest.commit_job import CommitJobArguments, Co
 from manifest_committer.stages.manifest.plan_abort import AbortPlan, PlanAbortArguments, PlanAbortStage
 from manifest_committer.store import Fault, FaultInjectingStore
 from tests.fixtures.stage_context import FAST_CONFIG, commit_task, dest_path, exists, fresh, make_context, set_up_job
+from tests.fixtures.stores import store_changes_the_outcome
 
 SERIAL = replace(FAST_CONFIG, io_threads=1, rename_batch_size=1)
 
@@ -38,6 +39,7 @@ def interrupted(destination: str) -> StageContext:
     return fresh(context)
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_lists_what_the_abort_then_reverts_and_changes_nothing(destination: str) -> None:
     context = interrupted(destination)
     before = everything(context)

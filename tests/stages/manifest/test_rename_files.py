@@ -32,6 +32,7 @@ from manifest_committer.store import Fault, FaultInjectingStore, RenameHint, Sto
 from manifest_committer.success_data import SUCCESS_FILENAME_LIMIT
 from tests.fixtures.batching_store import InFlightTogether
 from tests.fixtures.stage_context import FAST_CONFIG, dest_path, fresh, make_context, set_up_job, task_ids
+from tests.fixtures.stores import store_changes_the_outcome
 
 ATTEMPT_ID = task_ids(0)[1]
 
@@ -69,6 +70,7 @@ def rename(context: StageContext, spill: EntryFile, journal: JournalRun | None =
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 128])
+@store_changes_the_outcome  # batches in flight at once (concurrent_calls) on the cloud stores
 def test_every_file_is_moved_whatever_the_batch_size(destination: str, spill: EntryFile, batch_size: int) -> None:
     context = prepared(destination, rename_batch_size=batch_size)
     rows = add_files(context, spill, [f"d{n % 3}/f{n:02d}.csv" for n in range(10)], b"12345")
@@ -85,6 +87,7 @@ def test_every_file_is_moved_whatever_the_batch_size(destination: str, spill: En
     assert COMMIT_FILE_RENAME_RECOVERED not in counters
 
 
+@store_changes_the_outcome  # batches in flight at once (concurrent_calls) on the cloud stores
 def test_batches_run_on_the_pool(destination: str, spill: EntryFile) -> None:
     context = prepared(destination, rename_batch_size=4, io_threads=4)
     threads: set[str] = set()
@@ -115,6 +118,7 @@ def test_filenames_are_the_sorted_first_hundred(destination: str, spill: EntryFi
     assert result.first_filenames == sorted(row[4] for row in rows)[:SUCCESS_FILENAME_LIMIT]
 
 
+@store_changes_the_outcome  # the store's own rename: a copy then a delete on object stores
 def test_an_existing_different_file_is_never_overwritten(destination: str, spill: EntryFile) -> None:
     context = prepared(destination)
     (row,) = add_files(context, spill, ["taken.csv"])
@@ -128,6 +132,7 @@ def test_an_existing_different_file_is_never_overwritten(destination: str, spill
     assert context.stats.snapshot().counters[JOB_STAGE_RENAME_FILES + ".failures"] == 1
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_an_existing_directory_is_never_replaced(destination: str, spill: EntryFile) -> None:
     context = prepared(destination)
     (row,) = add_files(context, spill, ["f.csv"])
@@ -137,6 +142,7 @@ def test_an_existing_directory_is_never_replaced(destination: str, spill: EntryF
     assert context.store.read_bytes(row[1] + "/inner") == b"x"
 
 
+@store_changes_the_outcome  # the store's own rename: a copy then a delete on object stores
 def test_delete_target_files_replaces_what_is_there(destination: str, spill: EntryFile) -> None:
     context = prepared(destination, delete_target_files=True)
     (row,) = add_files(context, spill, ["taken.csv"])
@@ -147,6 +153,7 @@ def test_delete_target_files_replaces_what_is_there(destination: str, spill: Ent
     assert context.stats.snapshot().counters[OP_DELETE] == 1
 
 
+@store_changes_the_outcome  # evidence of a rename from the store's checksums and etags
 def test_a_file_of_the_same_size_already_there_is_a_conflict_not_done(destination: str, spill: EntryFile) -> None:
     """Issue 8: size alone made a user's file of the same size count as committed (and pass validation)."""
     context = prepared(destination)
@@ -158,6 +165,7 @@ def test_a_file_of_the_same_size_already_there_is_a_conflict_not_done(destinatio
     assert context.store.read_bytes(row.source) == b"ours"
 
 
+@store_changes_the_outcome  # evidence of a rename from the store's checksums and etags
 def test_a_missing_source_is_an_error_even_with_a_file_of_its_size_there(destination: str, spill: EntryFile) -> None:
     """A first run never takes "source gone, destination of the right size" for an earlier commit's work."""
     context = prepared(destination)
@@ -196,6 +204,7 @@ def test_a_rerun_counts_the_recorded_units_as_done_without_touching_them(destina
     assert all(context.store.read_bytes(row.dest) == b"data" for row in rows)
 
 
+@store_changes_the_outcome  # evidence of a rename from the store's checksums and etags
 def test_a_unit_killed_mid_way_is_settled_from_evidence(destination: str, spill: EntryFile) -> None:
     """An intent without its done record: a row whose source is gone and destination present is this job's."""
     context = prepared(destination, rename_batch_size=4, io_threads=1)
@@ -218,6 +227,7 @@ def test_a_missing_source_with_nothing_at_the_destination_fails(destination: str
     assert row[4] in str(raised.value)
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_a_vanished_parent_directory_is_recreated(destination: str, spill: EntryFile) -> None:
     context = prepared(destination)
     (row,) = add_files(context, spill, ["gone/sub/f.csv"])
@@ -226,6 +236,7 @@ def test_a_vanished_parent_directory_is_recreated(destination: str, spill: Entry
     assert context.store.read_bytes(row[1]) == b"data"
 
 
+@store_changes_the_outcome  # the store's own rename: a copy then a delete on object stores
 def test_a_rename_that_took_effect_before_failing_is_recovered(destination: str, spill: EntryFile) -> None:
     context = prepared(destination)
     inner: StoreOperations = context.store
@@ -311,6 +322,7 @@ def test_a_failing_progress_callback_never_fails_the_renames(destination: str, s
     assert calls == [0], "dropped after its first failure"
 
 
+@store_changes_the_outcome  # batches in flight at once (concurrent_calls) on the cloud stores
 def test_a_units_renames_go_to_the_store_together_never_more_than_io_threads(
     destination: str, spill: EntryFile
 ) -> None:
@@ -329,6 +341,7 @@ def test_a_units_renames_go_to_the_store_together_never_more_than_io_threads(
     assert together.peak_in_flight <= 4
 
 
+@store_changes_the_outcome  # batches in flight at once (concurrent_calls) on the cloud stores
 def test_a_rerun_after_a_conflict_inside_a_batch_finishes_what_the_batch_did_not(
     destination: str, spill: EntryFile
 ) -> None:
@@ -381,6 +394,7 @@ def test_units_in_flight_ask_for_a_few_times_the_slots_not_a_unit_a_thread(desti
     assert together.peak_in_flight <= 4
 
 
+@store_changes_the_outcome  # evidence of a rename from the store's checksums and etags
 def test_a_units_renames_carry_the_tasks_etag_and_whether_the_destination_is_clear(
     destination: str, spill: EntryFile
 ) -> None:

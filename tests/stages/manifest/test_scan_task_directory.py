@@ -24,7 +24,7 @@ from manifest_committer.statistic_names import (
     TASK_STAGE_SCAN_DIRECTORY,
 )
 from tests.fixtures.stage_context import dest_path, fresh, make_context, set_up_job, task_ids, write_task_output
-from tests.fixtures.stores import clear_memory_filesystem
+from tests.fixtures.stores import clear_memory_filesystem, store_changes_the_outcome
 
 TASK_ID, ATTEMPT_ID = task_ids(0)
 
@@ -49,6 +49,7 @@ def relative(context: StageContext, url: str) -> str:
     return url[len(prefix) :]
 
 
+@store_changes_the_outcome  # evidence of a rename from the store's checksums and etags
 def test_files_map_to_the_same_relative_path_under_the_destination(destination: str) -> None:
     context = prepare(destination, {"top.csv": b"1", "a/b/c/deep.csv": b"4444", "a/mid.csv": b"22"})
     result = scan(context)
@@ -62,6 +63,7 @@ def test_files_map_to_the_same_relative_path_under_the_destination(destination: 
         assert status is not None and entry.etag == status.etag  # the store's etag where it has one
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_every_directory_with_its_depth_empty_ones_included(destination: str) -> None:
     context = prepare(destination, {"a/b/c/deep.csv": b"x", "z/f.csv": b"y"}, dirs=("empty", "a/hollow/inner"))
     result = scan(context)
@@ -141,6 +143,7 @@ def test_checksum_named_files_are_ordinary_files_on_other_stores() -> None:
     assert names == [".lonely.crc", ".part-0.crc", ".x.crc.crc", "part-0"]
 
 
+@store_changes_the_outcome  # the store's own URLs (Azure's name the account)
 def test_names_are_percent_encoded_in_urls(destination: str) -> None:
     context = prepare(destination, {"year=2024/part 0%.csv": b"abc"})
     result = scan(context)

@@ -8,6 +8,7 @@ from manifest_committer.errors import JobStateError, OutputConflictError
 from manifest_committer.stages.manifest.setup_job import SetupJobArguments, SetupJobStage
 from manifest_committer.statistic_names import JOB_STAGE_SETUP, OP_MKDIRS
 from tests.fixtures.stage_context import exists, make_context
+from tests.fixtures.stores import store_changes_the_outcome
 
 
 def test_creates_manifest_and_task_directories(destination: str) -> None:
@@ -52,6 +53,7 @@ def test_a_new_attempt_number_gets_a_new_directory(destination: str) -> None:
     assert exists(second, second.paths.manifest_dir)
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_a_destination_that_is_a_file_is_refused(destination: str) -> None:
     context = make_context(destination)
     context.store.write_bytes(context.paths.dest, b"not a directory")

@@ -16,6 +16,7 @@ from manifest_committer.statistic_names import JOB_STAGE_OPTIONAL_VALIDATE_OUTPU
 from manifest_committer.store import FileStatus, StoreCapabilities, StoreOperations
 from manifest_committer.store.wrapping import WrappingStore
 from tests.fixtures.stage_context import dest_path, make_context
+from tests.fixtures.stores import store_changes_the_outcome
 
 
 @pytest.fixture
@@ -62,6 +63,7 @@ def test_a_missing_file_fails_naming_it(destination: str, spill: EntryFile) -> N
     assert context.stats.snapshot().counters[JOB_STAGE_OPTIONAL_VALIDATE_OUTPUT + ".failures"] == 1
 
 
+@store_changes_the_outcome  # object stores imply directories from file names
 def test_a_directory_fails(destination: str, spill: EntryFile) -> None:
     context = make_context(destination)
     (row,) = committed(context, spill, {"f": b"1"})
@@ -107,6 +109,7 @@ def test_etags_are_compared_where_the_store_keeps_them(
         assert validate(context, spill) == 1
 
 
+@store_changes_the_outcome  # evidence of a rename from the store's checksums and etags
 def test_etags_are_ignored_where_the_store_does_not_keep_them(destination: str, spill: EntryFile) -> None:
     context = make_context(destination)
     committed(context, spill, {"f": b"1"}, etag="from-the-listing")
