@@ -35,6 +35,7 @@ from .protocols.transactional.committer import TransactionalCommitter
 from .protocols.transactional.readers import committed_files, vacuum
 from .protocols.upload.committer import UploadCommitter
 from .store.bindings import OpenedStore, StoreBinding
+from .store.destination import DestinationTypeError
 from .store.generic import fsspec_store_binding
 from .store.operations import StoreCapabilities
 from .store.registry import register_store_binding
@@ -51,6 +52,7 @@ __all__ = [
     "CommitterError",
     "ConfigError",
     "DestinationExistsError",
+    "DestinationTypeError",
     "DirEntry",
     "DuplicateDestinationError",
     "EntryStatus",

@@ -89,7 +89,7 @@ def test_command_line_abort_after_kill(
 
 UPLOAD_KILLS = [
     NthCall("complete_upload", 2, ""),  # one upload completed: a partial commit
-    NthCall("write_bytes", 2, "_SUCCESS"),  # right before the commit point
+    NthCall("write_bytes", 3, "_SUCCESS"),  # right before the commit point (after the lease and commit-started)
     NthCall("list_uploads", 1, ""),  # after it
 ]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import s3fs
 
 import manifest_committer as mc
 from manifest_committer.cli import main
@@ -21,6 +22,9 @@ def no_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    # fsspec keeps one S3FileSystem per set of options: an earlier test's, holding the emulator's credentials and
+    # endpoint, would answer instead of a client that finds none.
+    s3fs.S3FileSystem.clear_instance_cache()
 
 
 @pytest.mark.usefixtures("no_aws_credentials")
