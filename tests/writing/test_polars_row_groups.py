@@ -118,3 +118,19 @@ def test_the_page_size_reaches_the_files(tmp_path: Path) -> None:
         (path,) = _row_groups(url)
         sizes.append(Path(path).stat().st_size)
     assert sizes[1] > sizes[0] + 40_000, sizes
+
+
+def test_with_partition_columns_each_open_file_buffers_a_share_of_four_blocks(tmp_path: Path) -> None:
+    """A block of 4 MiB over ``maxOpenFiles`` 64: row groups of 1 MiB (the least share), not of 4 MiB, in each of
+    the two partitions' files of about 2 MiB."""
+    rows = 120_000
+    url = str(tmp_path / "out")
+    options = {"parquet.block.size": str(4 << 20), "maxOpenFiles": "64"}
+    mcp.write(_frame(rows), url, partition_by=["k"], options=options)
+    groups = _row_groups(url)
+    assert len(groups) == 2
+    assert sum(count for file in groups.values() for count, _ in file) == rows
+    for file in groups.values():
+        assert len(file) >= 2, groups
+        for _, size in file[:-1]:
+            assert 0.5 * (1 << 20) <= size <= 1.5 * (1 << 20), file
