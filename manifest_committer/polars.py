@@ -47,6 +47,8 @@ __all__ = ["write"]
 
 _PROBE_VALUES = ("a%2Fb", "a/b", "a b=c:d", "tab\there", "\u00e9\u20ac", "?*#[]^{}\\'\"", "", None)
 """Partition values Polars must name distinctly and Spark's writer escapes, for ``_own_names_agree``."""
+_SAMPLE_ROWS = 10_000
+"""Rows of a ``LazyFrame`` whose size estimates the bytes of a row, for the rows of a Parquet row group."""
 
 
 class _FileNames:
@@ -113,15 +115,17 @@ class _Sinked:
         self.rows.extend(path.num_rows for path in args.paths)
 
 
-def _sink(frame: Any, job: WriteJob, partitioning: Any, sinked: _Sinked | None) -> None:
+def _sink(frame: Any, job: WriteJob, partitioning: Any, sinked: _Sinked | None, row_group_rows: int | None) -> None:
     """Polars' own sink of the format into ``partitioning``; ``sinked`` (Parquet files Polars opened itself
-    only) receives the path and rows of each file."""
+    only) receives the path and rows of each file; ``row_group_rows`` ``None``: Polars' own row groups."""
     output = job.output_format
     if output.name == PARQUET:
         codec = output.compression or "none"
         frame.sink_parquet(
             partitioning,
             compression="uncompressed" if codec == "none" else codec,
+            row_group_size=row_group_rows,
+            data_page_size=output.page_size,
             sinked_paths_callback=sinked,
         )
     elif output.name == CSV:
@@ -144,6 +148,45 @@ def _partitioning(base_path: str, job: WriteJob, names: _FileNames | None) -> An
         # 4 GiB) is refused by Polars 1.44 and 2 when there is neither a key nor a row limit.
         approximate_bytes_per_file=None,
     )
+
+
+def _fixed_width(dtype: Any) -> bool:
+    """Whether every value of ``dtype`` takes the same bytes in memory (no strings, binary or lists inside)."""
+    import polars as pl
+
+    if isinstance(dtype, pl.List) or dtype in (pl.String, pl.Binary, pl.Object):
+        return False
+    if isinstance(dtype, pl.Array):
+        return _fixed_width(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return all(_fixed_width(field.dtype) for field in dtype.fields)
+    return True
+
+
+def _bytes_per_row(frame: Any, schema: Any) -> float | None:
+    """Polars' estimate of the in-memory bytes of one row of the ``LazyFrame`` ``frame``, without running it
+    where the schema fixes every row's size; otherwise from its first ``_SAMPLE_ROWS`` rows (a slice Polars pushes
+    into its scans, though a plan that sorts or aggregates computes its input for them). ``None`` if empty."""
+    import polars as pl
+
+    if all(_fixed_width(dtype) for dtype in schema.dtypes()):
+        sample = pl.DataFrame(schema=schema).clear(_SAMPLE_ROWS)
+    else:
+        sample = frame.head(_SAMPLE_ROWS).collect()
+    return sample.estimated_size() / sample.height if sample.height else None
+
+
+def _row_group_rows(job: WriteJob, bytes_per_row: float | None) -> int | None:
+    """Rows of one row group: the block size (``parquet.block.size``) in Polars' in-memory bytes of a row, as the
+    pyarrow writers size theirs. Polars buffers a row group per open file, so with partition columns each of
+    ``maxOpenFiles`` files gets a share of four blocks, at least 1 MiB. ``None`` (Polars' own) when unknown."""
+    output = job.output_format
+    if output.name != PARQUET or not bytes_per_row:
+        return None
+    block = output.block_size
+    if job.partition_by:
+        block = min(block, max(4 * block // max(job.max_open_files, 1), 1 << 20))
+    return max(1, int(block / bytes_per_row))
 
 
 def _value_kinds(schema: Any, columns: Sequence[str]) -> tuple[ValueKind, ...] | None:
@@ -200,14 +243,14 @@ def _own_names_agree() -> bool:
 
 
 def _write_with_own_names(
-    data: Any, target: TaskTarget, kinds: Sequence[ValueKind], rows: int | None
+    data: Any, target: TaskTarget, kinds: Sequence[ValueKind], rows: int | None, row_group_rows: int | None
 ) -> TaskFiles | None:
     """Polars names the files in the attempt directory; ``None`` (with Polars' files deleted) if they cannot all
     be mapped to the Spark writer's names with certainty, or Polars reported other than ``rows`` rows."""
     job = target.job
     root = target.task.work_path.rstrip("/")
     sinked = _Sinked()
-    _sink(data, job, _partitioning(root, job, None), sinked)
+    _sink(data, job, _partitioning(root, job, None), sinked, row_group_rows)
     prefix = root + "/"
     relative = [
         path[len(prefix) :] if path.startswith(prefix) else os.path.relpath(path, root) for path in sinked.paths
@@ -244,16 +287,15 @@ def _named_in_place(prefix: str, outputs: Mapping[str, str]) -> dict[str, str]:
     return named
 
 
-def _write_through_provider(data: Any, target: TaskTarget, rows: int | None) -> TaskFiles:
+def _write_through_provider(data: Any, target: TaskTarget, rows: int | None, row_group_rows: int | None) -> TaskFiles:
     """The ``file_path_provider`` names every file (``_FileNames``); ``rows`` ``None``: counted from Polars'
     report of the Parquet files it opened itself (local disk)."""
     names = _FileNames(target)
     counted = _Sinked()
     failed = True
     try:
-        _sink(
-            data, target.job, _partitioning(target.task.work_path, target.job, names), counted if rows is None else None
-        )
+        partitioning = _partitioning(target.task.work_path, target.job, names)
+        _sink(data, target.job, partitioning, counted if rows is None else None, row_group_rows)
         failed = False
     finally:
         with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
@@ -276,25 +318,30 @@ def _partitions_all_new(target: TaskTarget) -> bool:
         return True
 
 
-def _frame_writer(frame: Any, schema: Any, rows: int | None) -> TaskWrite:
-    """A task writer that sinks the Polars ``LazyFrame`` ``frame`` (of ``schema``, of ``rows`` rows when known)
-    into the attempt directory. Only Parquet on local disk reports the rows it wrote: any other lazy frame is
-    collected first."""
+def _frame_writer(frame: Any, schema: Any, rows: int | None, bytes_per_row: float | None) -> TaskWrite:
+    """A task writer that sinks the Polars ``LazyFrame`` ``frame`` (of ``schema``, of ``rows`` rows and
+    ``bytes_per_row`` when known) into the attempt directory. Only Parquet on local disk reports the rows it
+    wrote: any other lazy frame is collected first."""
 
     def write(target: TaskTarget) -> TaskFiles:
         job = target.job
-        local_parquet = is_local(target.task.fs) and job.output_format.name == PARQUET
-        data, known = frame, rows
+        parquet = job.output_format.name == PARQUET
+        local_parquet = is_local(target.task.fs) and parquet
+        data, known, row_bytes = frame, rows, bytes_per_row
         if rows is None and not local_parquet:
             collected = frame.collect()
             data, known = collected.lazy(), collected.height
+            row_bytes = collected.estimated_size() / collected.height if collected.height else None
+        elif row_bytes is None and parquet:
+            row_bytes = _bytes_per_row(frame, schema)
+        group_rows = _row_group_rows(job, row_bytes)
         if local_parquet and not target.in_place and _partitions_all_new(target):
             kinds = _value_kinds(schema, job.partition_by)
             if kinds is not None and _own_names_agree():
-                written = _write_with_own_names(data, target, kinds, known)
+                written = _write_with_own_names(data, target, kinds, known, group_rows)
                 if written is not None:
                     return written
-        return _write_through_provider(data, target, known)
+        return _write_through_provider(data, target, known, group_rows)
 
     return write
 
@@ -331,9 +378,10 @@ def write(
     )
     if isinstance(frame, pl.DataFrame):
         job.check_columns(frame.columns)
-        return write_in_process(job, _frame_writer(frame.lazy(), frame.schema, frame.height))
+        row_bytes = frame.estimated_size() / frame.height if frame.height else None
+        return write_in_process(job, _frame_writer(frame.lazy(), frame.schema, frame.height, row_bytes))
     if not isinstance(frame, pl.LazyFrame):
         raise TypeError(f"expected a polars DataFrame or LazyFrame, got {type(frame).__name__}")
     schema = frame.collect_schema()
     job.check_columns(schema.names())
-    return write_in_process(job, _frame_writer(frame, schema, None))
+    return write_in_process(job, _frame_writer(frame, schema, None, None))
