@@ -7,6 +7,9 @@ and its job's abort leaves no ``_temporary`` behind.
 
 from __future__ import annotations
 
+import re
+from urllib.parse import unquote
+
 import pytest
 
 import manifest_committer as mc
@@ -118,3 +121,57 @@ def test_a_record_naming_a_backslash_counts_the_file_the_store_holds_and_vacuum_
     assert mc.vacuum(url, retention_hours=0, now=time.time() + 60) == []
     assert store.read_bytes(f"{root}/win/{name}") == b"committed by job-old"
     assert store.read_bytes(f"{root}/sub/{name}") == b"committed by job-old too"
+
+
+@pytest.mark.parametrize("markers", ["direct", "batched"])
+@pytest.mark.parametrize("name", ["part.csv?", "part.csv#", "year=2024?/part.csv", "a?b#c.csv"])
+def test_a_name_adlfs_would_keep_otherwise_is_refused_at_the_task(
+    azure_container: str, markers: str, name: str
+) -> None:
+    """adlfs reads a path as a URL: ``part-….csv?`` would be kept as ``part-….csv``, and a directory ``year=2024?``
+    could be written to but never listed: refused before its marker, naming the file and what the store would keep."""
+    url = f"abfs://{azure_container}/out"
+    committer = mc.create_committer(url, job_id="job-query", protocol="transactional", config=_config(markers))
+    committer.setup_job()
+    task = committer.setup_task("task_00000", "attempt_00000_0")
+    with pytest.raises(mc.CommitterError, match=rf"attempt_00000_0/{re.escape(name)}: .*would keep .* as "):
+        write(task, name, b"refused")
+    assert not [path for path in _files(committer) if "part" in path or "a?b" in path], "nothing of it was written"
+    committer.abort_task(task)
+    committer.abort_job()
+    assert _files(committer) == {}, "the abort leaves nothing"
+
+
+@pytest.mark.parametrize("markers", ["direct", "batched"])
+def test_names_adlfs_keeps_as_written_are_committed_as_named(azure_container: str, markers: str) -> None:
+    """A ``?`` or ``#`` inside a name, or ending a name that has no dot (its tid and tag follow it), is kept."""
+    url = f"abfs://{azure_container}/out"
+    committer = mc.create_committer(url, job_id="job-query", protocol="transactional", config=_config(markers))
+    committer.setup_job()
+    task = committer.setup_task("task_00000", "attempt_00000_0")
+    names = ["a?b.csv", "x#y.csv", "q#x/y.csv", "z?"]
+    for name in names:
+        write(task, name, name.encode())
+    committer.commit_task(task)
+    summary = committer.commit_job()
+    committed = mc.committed_files(url)
+    assert sorted(summary.filenames) == committed and len(committed) == len(names)
+    held = {path: data for path, data in _files(committer).items() if not path.rpartition("/")[2].startswith("_")}
+    assert sorted(held.values()) == sorted(name.encode() for name in names), "every file is held, none collapsed"
+    assert sorted(held) == sorted(unquote(url_.rpartition("/out/")[2]) for url_ in committed), "the records name them"
+
+
+def test_a_declared_output_adlfs_would_keep_otherwise_is_refused_at_task_commit(azure_container: str) -> None:
+    """Under the manifest protocol a task writes through the store's own filesystem: ``a.csv?`` lands as ``a.csv``,
+    so a listing cannot tell; a writer's declared outputs can, and ``commit_task`` refuses them, naming the file."""
+    url = f"abfs://{azure_container}/out"
+    committer = mc.ManifestCommitter(url, "job-declared", config=FAST)
+    committer.setup_job()
+    task = committer.setup_task("task_00000", "attempt_00000_0")
+    write(task, "a.csv?", b"first")
+    write(task, "a.csv", b"second")
+    with pytest.raises(mc.CommitterError, match=r"/a\.csv%3F: declared output of task attempt attempt_00000_0: .*'"):
+        committer.commit_task(task, outputs={"a.csv?": "a.csv?", "a.csv": "a.csv"})
+    committer.abort_task(task)
+    committer.abort_job()
+    assert _files(committer) == {}
