@@ -89,7 +89,11 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             except FileNotFoundError:
                 if depth == 0:
                     raise self._missing_attempt_dir(arguments.task_attempt_id) from None
-                raise
+                raise JobStateError(
+                    f"{to_url(source_dir)}: a directory of task attempt {arguments.task_attempt_id} that its parent "
+                    "lists cannot be listed: deleted meanwhile, or a name the store's client rewrites (adlfs lists "
+                    "'year=2024?' as 'year=2024': a directory name must not end in '?' or '#' on Azure)"
+                ) from None
             subdirs: list[FileStatus] = []
             file_names = {_name(child) for child in children if not child.is_dir}
             for child in sorted(children, key=lambda c: c.path):
