@@ -6,7 +6,8 @@ at the same relative directory, its name carrying the job's tid and the attempt'
 (``transactional.records.data_file_name``; the upload protocol keeps the name), and only after its write marker is
 durable, so that job commit and rollback find every file this attempt may have created without listing the destination.
 A name the store would rewrite (a character of its ``separator_aliases``, such as Azure's ``\\``) is refused before
-its marker is recorded: the records name exactly what the store holds.
+its marker is recorded, as is a destination path the store's client would keep under another name
+(``StoreCapabilities.kept_name``: adlfs keeps ``b.csv?`` as ``b.csv``): the records name exactly what the store holds.
 What the attempt opened is kept in an ``AttemptFiles`` register, which the task commit of the same committer object
 reads; reads, probes, listings and deletes of paths below ``work_path`` see the attempt's own files under their
 task-side names. Paths outside ``work_path`` are refused: a task of this protocol writes nowhere else.
@@ -24,6 +25,7 @@ from fsspec.spec import AbstractFileSystem
 
 from ..errors import CommitterError
 from ..paths import is_hidden
+from ..store.operations import rewritten_path
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,7 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         files: AttemptFiles,
         make_parents: bool,
         separator_aliases: str = "",
+        kept_name: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__()
         self.target = target
@@ -99,6 +102,8 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
         self.make_parents = make_parents
         self.separator_aliases = separator_aliases
         """The store's ``StoreCapabilities.separator_aliases``: a name holding one is refused."""
+        self.kept_name = kept_name
+        """The store's ``StoreCapabilities.kept_name``: a destination path it rewrites is refused."""
 
     @classmethod
     def _strip_protocol(cls, path: Any) -> str:
@@ -163,6 +168,12 @@ class DirectWriteFileSystem(AbstractFileSystem):  # type: ignore[misc]  # fsspec
             )
         directory, name = posixpath.split(relative)
         final = posixpath.join(directory, self.final_name(name)) if directory else self.final_name(name)
+        kept = rewritten_path(self.kept_name, posixpath.join(self.destination, final), self.destination)
+        if kept is not None:
+            raise CommitterError(
+                f"{path}: the {self.protocol_name} protocol: this store would keep {final!r} as {kept!r} (its client "
+                "reads a path as a URL: the commit records would name another file than the store holds)"
+            )
         self.record_marker(final)  # durable before the file exists: rollback must find every file
         self.files.add(relative, final)
         final_path = posixpath.join(self.destination, final)

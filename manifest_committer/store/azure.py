@@ -48,6 +48,7 @@ from fsspec.asyn import sync
 from ..errors import ConfigError, SourceChangedError
 from ..urls import decode_path, encode_path, split_url
 from .azure_direct import DirectBlobRequests, service_error
+from .azure_names import adlfs_kept_name
 from .bindings import OpenedStore, StoreBinding, cloud_filesystems, scheme_of
 from .operations import (
     AUTH_STATUS_CODES,
@@ -252,8 +253,8 @@ class AzureBlobStore(FsspecStore):
     Hadoop's URLs carry); without it, URLs of any container of the account are accepted.
     """
 
-    capabilities = replace(COPY_THEN_DELETE_OBJECT_STORE, separator_aliases="\\")
-    """Azure keeps a blob named ``a\\b`` as ``a/b`` (so does Azurite)."""
+    capabilities = replace(COPY_THEN_DELETE_OBJECT_STORE, separator_aliases="\\", kept_name=adlfs_kept_name)
+    """Azure keeps a blob named ``a\\b`` as ``a/b`` (so does Azurite); adlfs keeps ``b.csv?`` as ``b.csv``."""
     credential_sources = CREDENTIAL_SOURCES
 
     def __init__(self, fs: Any, scheme: str = "abfs", data_fs: Any = None, *, destination: str | None = None) -> None:

@@ -132,6 +132,25 @@ class StoreCapabilities:
     """Characters the store takes for ``/`` in a name it is given (Azure Blob Storage: ``\\``): a file opened as
     ``win\\name`` is kept as ``win/name``. A protocol that records the names its tasks open (``transactional``,
     ``upload``) refuses such a name at the task, so that what a record names is what the store holds."""
+    kept_name: Callable[[str], str] | None = None
+    """The path the store keeps for a path it is given, where its client rewrites more than ``separator_aliases``
+    (adlfs reads a path as a URL: ``b.csv?`` is kept as ``b.csv``, ``a?b#c`` as ``a#c?b``); ``None``: every path
+    is kept as given. The same protocols refuse a path it changes (``rewritten_path``)."""
+
+
+def rewritten_path(kept_name: Callable[[str], str] | None, path: str, below: str) -> str | None:
+    """What a store of ``kept_name`` (``StoreCapabilities.kept_name``) would keep instead of ``path`` or of one of
+    its directories down to ``below``, or ``None`` when it keeps them all as given: a directory it rewrites can be
+    written to but never listed under its own name."""
+    if kept_name is None:
+        return None
+    candidate = path
+    while candidate.startswith(below + "/"):
+        kept = kept_name(candidate)
+        if kept != candidate:
+            return kept
+        candidate = posixpath.dirname(candidate)
+    return None
 
 
 COPY_THEN_DELETE_OBJECT_STORE = StoreCapabilities(

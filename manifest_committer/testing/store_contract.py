@@ -41,7 +41,14 @@ from typing import Any
 import pytest
 
 from ..store.bindings import OpenedStore
-from ..store.operations import FileStatus, LinkInPathError, RenameHint, StoreCapabilities, StoreOperations
+from ..store.operations import (
+    FileStatus,
+    LinkInPathError,
+    RenameHint,
+    StoreCapabilities,
+    StoreOperations,
+    rewritten_path,
+)
 
 __all__ = [
     "BatchContract",
@@ -70,6 +77,16 @@ def _name(path: str) -> str:
 
 def _names(statuses: list[FileStatus]) -> set[str]:
     return {_name(status.path) for status in statuses}
+
+
+def _kept_as_given(store: StoreOperations, path: str, below: str) -> bool:
+    """Whether the store declares it keeps ``path`` and its directories down to ``below`` as given
+    (``StoreCapabilities.kept_name``)."""
+    return rewritten_path(store.capabilities.kept_name, path, below) is None
+
+
+REWRITE_CANDIDATES = ("b?", "h#", "a?b#c", "a?#c", "a?b.csv", "x#y.csv", "z??", "h##", "a#b?", "t\tab")
+"""Names a client that reads a path as a URL might rewrite, none of them into another's rewritten name."""
 
 
 def _require(capabilities: StoreCapabilities, flag: str) -> None:
@@ -251,10 +268,39 @@ class ReadWriteContract(_Contract):
             store.read_bytes(store.join(root, "missing"))
 
     def test_names_are_taken_literally(self, store: StoreOperations, root: str) -> None:
-        for name in ("a[1]", "b?", "c*", "dt=x y", "%41"):
+        """Every name the store does not declare rewritten (``kept_name``) is kept as given, glob characters too."""
+        names = [
+            name
+            for name in ("a[1]", "b?", "c*", "dt=x y", "%41")
+            if _kept_as_given(store, store.join(root, name), root)
+        ]
+        for name in names:
             path = self.write(store, store.join(root, name), name.encode())
             assert store.read_bytes(path) == name.encode()
-        assert _names(store.list_dir(root)) == {"a[1]", "b?", "c*", "dt=x y", "%41"}
+        assert _names(store.list_dir(root)) == set(names)
+
+    def test_a_declared_rewrite_is_what_the_store_does(self, store: StoreOperations, root: str) -> None:
+        """``kept_name`` says where the store keeps a path it is given: it neither hides a rewrite nor invents one."""
+        kept_name = store.capabilities.kept_name
+        expected: dict[str, bytes] = {}
+        for name in REWRITE_CANDIDATES:
+            path = self.write(store, store.join(root, name), name.encode())
+            expected[_name(kept_name(path)) if kept_name is not None else name] = name.encode()
+        assert len(expected) == len(REWRITE_CANDIDATES), "no two candidates are declared to land on one name"
+        assert _names(store.list_dir(root)) == set(expected)
+        for name, data in expected.items():
+            assert store.read_bytes(store.join(root, name)) == data, f"{name!r} holds what was written as it"
+
+    def test_a_directory_declared_kept_lists_under_its_name(self, store: StoreOperations, root: str) -> None:
+        """A directory the store declares it keeps as given (``kept_name``) lists its files under that name; one it
+        declares rewritten may be written into but not reached by its name, which is why protocols refuse it."""
+        for directory in ("d?", "d#", "d?e", "d#e"):
+            self.write(store, store.join(root, directory, "f"), directory.encode())
+        for directory in ("d?", "d#", "d?e", "d#e"):
+            path = store.join(root, directory)
+            if _kept_as_given(store, store.join(path, "f"), root):
+                assert _names(store.list_dir(path)) == {"f"}, f"{directory!r} lists its file"
+                assert store.read_bytes(store.join(path, "f")) == directory.encode()
 
     def test_private_bytes_read_back(self, store: StoreOperations, root: str) -> None:
         path = store.join(root, "secret")
@@ -367,10 +413,12 @@ class DeleteContract(_Contract):
         assert store.delete_dir(tree) is False
 
     def test_delete_dir_takes_glob_characters_literally(self, store: StoreOperations, root: str) -> None:
-        for name in ("dt=1", "dt=2", "dt=?", "dt=[12]"):
+        """A glob character deletes only what it names (``dt=?`` where the store keeps it: ``kept_name``)."""
+        globs = [name for name in ("dt=?", "dt=[12]") if _kept_as_given(store, store.join(root, name, "f"), root)]
+        for name in ("dt=1", "dt=2", *globs):
             self.write(store, store.join(root, name, "f"))
-        assert store.delete_dir(store.join(root, "dt=?")) is True
-        assert store.delete_dir(store.join(root, "dt=[12]")) is True
+        for name in globs:
+            assert store.delete_dir(store.join(root, name)) is True
         assert _names(store.list_dir(root)) == {"dt=1", "dt=2"}
 
     def test_delete_file_below(self, store: StoreOperations, root: str) -> None:

@@ -24,6 +24,7 @@ from ...statistic_names import (
     TASK_STAGE_SCAN_DIRECTORY,
 )
 from ...store import FileStatus
+from ...store.operations import rewritten_path
 from ..base import Stage
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,11 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             except FileNotFoundError:
                 if depth == 0:
                     raise self._missing_attempt_dir(arguments.task_attempt_id) from None
-                raise
+                raise JobStateError(
+                    f"{to_url(source_dir)}: a directory of task attempt {arguments.task_attempt_id} that its parent "
+                    "lists cannot be listed: deleted meanwhile, or a name the store's client rewrites (adlfs lists "
+                    "'year=2024?' as 'year=2024': a directory name must not end in '?' or '#' on Azure)"
+                ) from None
             subdirs: list[FileStatus] = []
             file_names = {_name(child) for child in children if not child.is_dir}
             for child in sorted(children, key=lambda c: c.path):
@@ -170,6 +175,20 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
             "(never set up, already aborted, or cleaned up)"
         )
 
+    def _kept_as_named(
+        self, task_attempt_id: str, source: str, source_prefix: str, dest: str, dest_prefix: str
+    ) -> None:
+        """``ManifestError`` for a declared output the store would keep, or rename to, under another name
+        (``StoreCapabilities.kept_name``): the manifest would name another file than the store holds."""
+        kept_name = self.capabilities.kept_name
+        for path, prefix in ((source, source_prefix), (dest, dest_prefix)):
+            kept = rewritten_path(kept_name, path, prefix.rstrip("/"))
+            if kept is not None:
+                raise ManifestError(
+                    f"{self.to_url(path)}: declared output of task attempt {task_attempt_id}: this store keeps it as "
+                    f"{kept!r} (its client reads a path as a URL: the manifest would name another file than it holds)"
+                )
+
     def _declared(self, task_attempt_id: str, outputs: Mapping[str, str]) -> ScanResult:
         """Entries for the files the writer declared; each parent directory is listed once for their sizes."""
         root = self.paths.task_attempt_dir(task_attempt_id)
@@ -228,6 +247,7 @@ class ScanTaskDirectoryStage(Stage[ScanArguments, ScanResult]):
                 )
             claimed[dest_relative] = source_relative
             source = root_prefix + source_relative
+            self._kept_as_named(task_attempt_id, source, root_prefix, dest_prefix + dest_relative, dest_prefix)
             source_dir = source_relative.rpartition("/")[0]
             no_link_above(source_dir)
             parent, _, name = source.rpartition("/")

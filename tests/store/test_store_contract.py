@@ -73,12 +73,6 @@ class TestAzureStore(StoreContract):
         with fresh_root(azurite) as container:
             yield from _opened(f"abfs://{container}/root")
 
-    _CUT_AT_QUESTION_MARK = "adlfs cuts a blob name at '?' (b? is written, listed and deleted as b)"
-    test_names_are_taken_literally = _known_gap(StoreContract.test_names_are_taken_literally, _CUT_AT_QUESTION_MARK)
-    test_delete_dir_takes_glob_characters_literally = _known_gap(
-        StoreContract.test_delete_dir_takes_glob_characters_literally, _CUT_AT_QUESTION_MARK
-    )
-
 
 @pytest.mark.gcs
 class TestGcsStore(StoreContract):

@@ -114,6 +114,7 @@ class TransactionalCommitter(MarkerProtocolCommitter[str, TransactionalCommitJob
             files=self._register(attempt_id),
             make_parents=self._store.capabilities.real_directories,
             separator_aliases=self._store.capabilities.separator_aliases,
+            kept_name=self._store.capabilities.kept_name,
         )
 
     def _commit_task_arguments(

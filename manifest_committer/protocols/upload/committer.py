@@ -111,6 +111,7 @@ class UploadCommitter(MarkerProtocolCommitter[PendingUpload, UploadCommitJobResu
             discard=functools.partial(self._discard, attempt_id),
             record_started=functools.partial(self._record_started, attempt_id),
             separator_aliases=self._store.capabilities.separator_aliases,
+            kept_name=self._store.capabilities.kept_name,
         )
 
     def _uploads_store(self) -> UploadStore:

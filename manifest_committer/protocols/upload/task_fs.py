@@ -79,6 +79,7 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
         discard: Callable[[str, PendingUpload], None],
         record_started: Callable[[str, str, str], None] | None = None,
         separator_aliases: str = "",
+        kept_name: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__(
             target,
@@ -89,6 +90,7 @@ class UploadWriteFileSystem(DirectWriteFileSystem):
             files=AttemptFiles(),
             make_parents=False,
             separator_aliases=separator_aliases,
+            kept_name=kept_name,
         )
         self.uploads = uploads
         self.save_record = save_record
