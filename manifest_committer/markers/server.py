@@ -167,7 +167,7 @@ class _BoundedInput:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 1024  # every task's clients connect at once; a small backlog makes the rest wait for SYN retries
+    request_queue_size = 1024  # every task's clients connect at once; a small backlog makes them wait on SYN retries
     marker_server: MarkerServer
 
     def process_request(self, request: Any, client_address: Any) -> None:
