@@ -3,7 +3,7 @@
 Why the standard library's ``ThreadingHTTPServer`` and not aiohttp: markers must work on every install, and
 aiohttp only arrives with the cloud extras; every request's work is blocking (it waits for a durable flush
 through the synchronous store layer), so an asyncio loop would need its own thread in the driver and a bridge
-to the flush threads, for no gain at this scale: a task's concurrent clients are as many mostly idle
+to the flush threads, for no gain at this scale: a job's concurrent clients are as many mostly idle
 threads, each holding one keep-alive connection (``benchmarks/bench_markers.py`` measures it).
 
 Lessons taken from Hudi's timeline-server markers (docs/markers.md):
