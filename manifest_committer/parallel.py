@@ -138,8 +138,8 @@ def start(pool: Executor | None, call: Callable[[], R]) -> Callable[[], R]:
 SMALLEST_SHARE = 16
 """A batch waits for at least this fraction of ``CallSlots``' slots (or all it wants, if fewer)..."""
 ENOUGH_FOR_A_BATCH = 16
-"""... but never for more slots than this: at 1,024 slots a sixteenth is 64, and the slots given back while a
-batch waited for so many stood idle (4 % of the slots' time renaming 50,000 files; 50 ms of 1.6 s)."""
+"""... but never for more slots than this: with many slots a sixteenth is many, and the slots given back while a
+batch waited for so many would stand idle."""
 
 
 class CallSlots:
@@ -150,8 +150,7 @@ class CallSlots:
     large batch for ever), but not less than ``1 / SMALLEST_SHARE`` of the slots (at most ``ENOUGH_FOR_A_BATCH``),
     or all it wants if fewer: each batch costs its thread a round trip, and batches that went out with the odd
     slot given back kept their units renaming in step, all then writing their journal records at once while the
-    slots stood idle (10,000 renames at 256 slots: 353 batches, 203 of them under 16 calls; 16 % of the slots'
-    time idle, 8 % with the share).
+    slots stood idle; the share halves that idle time.
     A call made inside another on the same thread (a gate call that times a store call under a statistic of its
     own) goes out on the slots the outer one holds: waiting for a free one would wait for itself, and with every
     slot held so, every thread would wait for ever.

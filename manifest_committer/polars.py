@@ -11,8 +11,8 @@ the Spark writer's partition directories (``writing.partitioning``: Spark's esca
   renamed at commit): Polars names the files itself (``key=value/<index>.parquet``), the task renames each, in its
   directory, to its unique name, and the task commit's ``outputs`` map each to its Spark directory
   (``writing.polars_naming``); the job commit moves each directory of one file into the destination whole where the
-  destination has none of that name yet. A ``file_path_provider`` costs a call into Python per file (35 to 55 µs, 1.45
-  times Polars' own write of 10,000 files by itself); this route costs a rename in place per file and one move per
+  destination has none of that name yet. A ``file_path_provider`` costs a call into Python per file (a large share
+  of Polars' own write of many small files); this route costs a rename in place per file and one move per
   partition. Only where the namings agree for certain: partition columns of strings, integers, booleans or dates whose
   names Spark does not escape, Polars' escaping as this process found it (``_own_names_agree``), and Polars reporting
   every file once (``sinked_paths_callback``); else, or if a file cannot be mapped after all, what Polars wrote is
@@ -308,8 +308,7 @@ def _partitions_all_new(target: TaskTarget) -> bool:
     """Whether the destination holds no directory yet but the jobs' ``_temporary``: then each partition the task
     writes is new, and the job commit moves it in whole. Where partitions exist already (an append, an overwrite,
     which deletes the old files only after the commit), their files are renamed into them one by one, and Polars'
-    own directories are left for the cleanup to remove: 1.4 times as long as the provider's flat files over
-    10,000 partitions on ext4."""
+    own directories are left for the cleanup to remove: slower than the provider's flat files there."""
     root = target.task.fs._strip_protocol(target.job.destination)
     try:
         with os.scandir(root) as entries:

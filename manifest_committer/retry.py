@@ -69,8 +69,9 @@ class RetryPolicy:
 
         ``what`` names the operation and path in the warning logged before each retry. The first attempt is a
         plain call: tenacity's machinery (a copy of the policy, its call state) is built only once a retryable
-        error has happened, so the common call costs a ``try`` (measured: most of the CPU a store call took in
-        the gate at 128 threads). Attempts, waits and the time limit are counted from that first attempt.
+        error has happened, so the common call costs a ``try`` (building the machinery up front was most of
+        the CPU a store call spent in the gate under many threads). Attempts, waits and the time limit are
+        counted from that first attempt.
         """
         started = time.monotonic()
         try:

@@ -96,8 +96,8 @@ class StageContext:
     @property
     def upload_store(self) -> UploadStore | None:
         """``store`` if it has multipart uploads (S3), else ``None``; decided once per store, because
-        ``UploadStore`` is a runtime-checkable protocol and ``isinstance`` probes each of its methods (100 to
-        130 us, on every upload call before)."""
+        ``UploadStore`` is a runtime-checkable protocol and ``isinstance`` probes each of its methods, too
+        slow to pay on every upload call."""
         store = self.store
         if store is not self._checked_store:
             self._upload_store = store if isinstance(store, UploadStore) else None
@@ -113,8 +113,8 @@ class StageContext:
     def max_in_flight(self) -> int:
         """Units of work queued on the pool at once: enough to keep every thread busy, never the whole job.
 
-        On stores whose calls take microseconds the GIL is the bottleneck, so two units per core are in flight
-        (measured on 2 cores: 32 threads made a 10,000-file local commit 25-90 % slower than 4).
+        On stores whose calls take microseconds the GIL is the bottleneck, so two units per core are in flight:
+        more threads only contend for the GIL and make a local commit slower.
         """
         if self.store.capabilities.microsecond_calls:
             return min(self.config.io_threads, 2 * (os.cpu_count() or 1))

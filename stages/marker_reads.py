@@ -1,7 +1,7 @@
 """A job attempt's write markers read through a stage's gate, the ``MARKERS<i>`` files in parallel on its pool.
 
-``markers.reader.read_markers`` (the marker server's and the command line's) reads one file after another: with
-20 ``MARKERS<i>`` files and 20 ms a call that was 0.4 s of a transactional job commit's 1.4 s. Every stage reads
+``markers.reader.read_markers`` (the marker server's and the command line's) reads one file after another: on a
+store with round-trip latency that was a large share of a transactional job commit. Every stage reads
 them here instead (the task commit and abort too): every call goes through the gate (timed under its own ``op_*`` name,
 retried under the store policy, counted) and the files are read and parsed as units of work on the job's pool
 (``run_bounded``), so they cost one round of latency. Called from a stage's own thread, never from a unit of

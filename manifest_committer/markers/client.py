@@ -89,9 +89,9 @@ def read_secret(calls: MarkerStoreCalls, paths: MarkerPaths) -> str | None:
 class HttpConnection:
     """A minimal HTTP/1.1 keep-alive client for the marker server's JSON answers.
 
-    ``http.client`` costs about 0.6 ms per request here (measured: a raw socket exchange with the same server
-    takes 0.1 ms), most of it parsing headers through the email package; a task sends one request per data
-    file, so the few lines below are worth it. Socket errors pass through (``ConnectionError``,
+    ``http.client`` costs several times a raw socket exchange with the same server per request, most of it
+    parsing headers through the email package; a task sends one request per data file, so the few lines below
+    are worth it. Socket errors pass through (``ConnectionError``,
     ``TimeoutError``: the retry policy's business); a malformed answer is a ``MarkerServerError``.
     """
 
@@ -286,7 +286,7 @@ class MarkerClient:
         except ConnectionRefusedError as error:
             self._drop_connection()
             # Not retried either: nothing listens there (the driver that published it is gone). Retrying cost
-            # every task about 3.5 s of backoff before its first direct marker (measured under Spark).
+            # every task seconds of backoff before its first direct marker.
             raise MarkerServerError("connection refused: no marker server listens there") from error
         except OSError as error:
             self._drop_connection()

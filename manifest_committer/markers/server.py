@@ -3,13 +3,13 @@
 Why the standard library's ``ThreadingHTTPServer`` and not aiohttp: markers must work on every install, and
 aiohttp only arrives with the cloud extras; every request's work is blocking (it waits for a durable flush
 through the synchronous store layer), so an asyncio loop would need its own thread in the driver and a bridge
-to the flush threads, for no gain at this scale: 64 concurrent clients are 64 mostly idle threads, each
-holding one keep-alive connection (measured in ``benchmarks/bench_markers.py``).
+to the flush threads, for no gain at this scale: a job's concurrent clients are as many mostly idle
+threads, each holding one keep-alive connection (``benchmarks/bench_markers.py`` measures it).
 
 Lessons taken from Hudi's timeline-server markers (docs/markers.md):
 
 - a request is answered only once its batch is durable, and a failed flush fails every request of its batch
-  (Hudi answered success after a failed flush, PR #19368);
+  (Hudi answered success after a failed flush);
 - ``MARKERS.type`` is written before any ``MARKERS<i>``, so the directory always says how to read it;
 - a restarted server reloads what the ``MARKERS<i>`` files record, line by line (Hudi rejoined them with commas
   and corrupted the next flush), and writes into new files: it never appends to a file a crash may have torn;
@@ -167,7 +167,7 @@ class _BoundedInput:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 1024  # 64+ clients connect at once; the default backlog of 5 costs 1 s SYN retries
+    request_queue_size = 1024  # every task's clients connect at once; a small backlog makes them wait on SYN retries
     marker_server: MarkerServer
 
     def process_request(self, request: Any, client_address: Any) -> None:
@@ -190,7 +190,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: one connection per client thread, not one per marker
-    disable_nagle_algorithm = True  # headers and body go out in two writes: Nagle + delayed ACK would add 40 ms
+    disable_nagle_algorithm = True  # headers and body go out in two writes: Nagle + delayed ACK would stall each answer
     timeout = IDLE_TIMEOUT
     server: _HTTPServer
     _nonce: str | None = None

@@ -1,45 +1,12 @@
 """The ``manifest`` Python data source: Spark tasks write with pyarrow, the manifest committer publishes.
 
-Findings about PySpark 4.3's Python Data Source write path (read from ``pyspark/sql/datasource.py``,
-``pyspark/sql/worker/write_into_data_source.py``, ``commit_data_source_write.py`` and the bytecode of
-``PythonBatchWrite``, ``PythonBatchWriterFactory`` and ``WritingSparkTask`` in ``spark-sql_2.13-4.3.0.jar``),
-each checked with a running local session:
-
-* Planning. ``DataSource.writer(schema, overwrite)`` runs on the driver machine, but in a Python *worker*
-  process the JVM starts (not the user's process: no ``SparkSession`` there). It sees only the writer options
-  (``CaseInsensitiveDict``: keys lower-cased; ``save(url)`` adds ``path``), never the session conf. The writer
-  it returns is pickled (cloudpickle) and travels to every task, and again to another driver-side worker for
-  ``commit``/``abort``: state set in ``writer()`` (job id, config) is shared by all three; nothing flows back.
-* Modes. Only append (``overwrite=False``) and overwrite (``overwrite=True``) reach the source; Spark refuses
-  ``errorifexists``/``ignore`` (``UNSUPPORTED_DATA_SOURCE_SAVE_MODE``) and ``DataFrameWriter.partitionBy``
-  ("partitioning ... do not match the existing table's") before the source is called.
-* Tasks. ``DataSourceArrowWriter`` exists: ``write`` receives an iterator of ``pyarrow.RecordBatch`` (the input
-  of a ``mapInArrow``) and returns one picklable ``WriterCommitMessage``. ``pyspark.TaskContext.get()`` offers
-  ``partitionId()``, ``attemptNumber()``, ``taskAttemptId()`` (unique in the application) and ``stageId()``;
-  PySpark's TaskContext has no ``stageAttemptNumber()``.
-* Commit coordinator. ``PythonBatchWrite.useCommitCoordinator()`` is the default ``true``, and
-  ``WritingSparkTask.run`` asks ``OutputCommitCoordinator.canCommit(stage, stageAttempt, partition,
-  attemptNumber)`` -- but only *after* ``DataWriter.writeAll`` has run the Python ``write`` to its end. So the
-  coordinator does not gate anything done inside ``write`` (our task commit included): it only decides which
-  attempt's commit message reaches the driver; a denied attempt raises ``CommitDeniedException`` and its
-  message is dropped. ``DataWriter.abort`` of a Python writer does nothing. A killed attempt (speculation
-  loser, ``spark.task.maxFailures`` retry) may still finish ``write`` with partial input and commit.
-* Driver. ``commit(messages)`` gets exactly one message per partition, in partition order, each from the
-  attempt the coordinator accepted. ``abort(messages)`` is called after a failed task (messages of failed
-  tasks are ``None``) and also when ``commit`` raises.
-
-Hence the design: every Spark task attempt commits its own manifest under a task id unique to the attempt
-(``task_<partition>_<taskAttemptId>``), so no attempt overwrites another's manifest; the driver's job commit
-loads exactly the manifests named in the accepted commit messages (``commit_job(accepted_attempts=...)``), and
-fails before touching the destination when one of them is missing or of another attempt. Manifests of
-losers, denied or killed attempts stay in ``_temporary`` and are deleted with it; their files never reach the
-destination.
-
-Where the task commit itself publishes (``v2``: ``CommitterBase.task_commit_publishes``), running it inside
-``write`` would let a speculative duplicate publish too, before the coordinator decides. There ``write`` does
-everything but the task commit: it writes the attempt's files and names them in its message, and the driver's
-``commit`` runs the task commits of exactly the accepted attempts, then the job commit. Losers' attempt
-directories go with the job's cleanup. So under every protocol exactly one attempt's rows are left.
+PySpark's commit coordinator decides only which attempt's commit message reaches the driver, after ``write`` has run
+to its end, so it cannot gate a task commit done inside ``write``. Every task attempt therefore commits its own
+manifest under a task id unique to the attempt (``task_<partition>_<taskAttemptId>``), and the driver's job commit
+loads exactly the manifests the accepted messages name, failing before it touches the destination when one is
+missing or of another attempt. Where the task commit publishes (``v2``), ``write`` does all but the task commit and
+the driver runs the task commits of the accepted attempts only. So under every protocol exactly one attempt's rows
+are left. The facts of PySpark's write path this rests on: docs/writers.md, "How the Spark writer plugs in".
 """
 
 from __future__ import annotations

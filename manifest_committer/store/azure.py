@@ -152,7 +152,7 @@ def without_environment_lookups(fs: Any) -> Any:
 
     azure-core opens its aiohttp session with ``trust_env``, and aiohttp then reads ``~/.netrc`` in an executor
     thread and the proxy variables in another for every request: about a third of the client's CPU a rename
-    (measured with py-spy on Azurite). Where a proxy variable or a ``.netrc`` entry does apply to the host, the
+    (a py-spy profile on Azurite). Where a proxy variable or a ``.netrc`` entry does apply to the host, the
     per-request lookups stay.
     """
     service = getattr(fs, "service_client", None)
@@ -645,14 +645,14 @@ class AzureBlobStore(FsspecStore):
                 source_match_condition=MatchConditions.IfNotModified,
             )
         except ResourceExistsError:
-            # Azurite 3.35 answers a destination that exists with 409 BlobAlreadyExists (measured).
+            # Azurite 3.35 answers a destination that exists with 409 BlobAlreadyExists.
             return await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest, first=first)
         except ResourceNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "rename source vanished during the rename", source) from None
         except ResourceModifiedError as error:
             # 412 has two meanings here. Real Azure may answer a failed If-None-Match: * on the destination with
             # 412 (ConditionNotMet / TargetConditionNotMet) rather than 409; a source no longer at the pinned etag
-            # is 412 too (SourceConditionNotMet on Azure; Azurite says ConditionNotMet for both, measured).
+            # is 412 too (SourceConditionNotMet on Azure; Azurite says ConditionNotMet for both).
             # Where the code does not say "source", the destination decides: anything there is the 409 case.
             if getattr(error, "error_code", None) != "SourceConditionNotMet" and await self._exists(dest_client):
                 return await self._finish_or_refuse(source_client, source_probe, dest_client, source, dest, first=first)

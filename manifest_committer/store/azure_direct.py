@@ -2,7 +2,7 @@
 requests on the SDK client's own HTTP session: the same promises as through the SDK, at a third of its CPU.
 
 Through the SDK, a rename builds two ``BlobClient`` objects and passes each request through about fifteen pipeline
-policies (a millisecond of CPU a request, measured); here a request is its URL, its headers and a signature, sent
+policies (most of the client's CPU a request); here a request is its URL, its headers and a signature, sent
 through the aiohttp session of the service client's transport, with the transport's TLS settings and timeouts.
 
 - Copy Blob (``PUT``, ``x-ms-copy-source``) with ``If-None-Match: *`` (nothing at the destination is ever

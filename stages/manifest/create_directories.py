@@ -140,8 +140,8 @@ class CreateDirectoriesStage(Stage[CreateDirectoriesArguments, CreateDirectories
 
     def _units(self, items: Sequence[T]) -> list[Sequence[T]]:
         """``items`` cut into units of work for the pool. Where a store call takes microseconds, one pool task
-        per call cost more than the call (a future, a queue hand-off and a thread switch under the GIL: 2 of
-        the 2.7 s of a 10,000-partition job commit on local disk), so each unit holds a share of a worker's
+        per call cost more than the call (a future, a queue hand-off and a thread switch under the GIL: most
+        of a many-partition job commit on local disk), so each unit holds a share of a worker's
         calls; where calls are slow, one call per unit keeps every thread of the pool busy."""
         if not self.capabilities.microsecond_calls:
             return slices(items, 1)

@@ -2,9 +2,9 @@
 
 A partitioned writer that names its own files leaves one directory per partition in its attempt directory, often
 with a single file (Polars: ``p=1/part-...``). Making the destination's ``p=1`` and renaming the file into it costs
-a ``mkdir`` per partition (23 to 170 µs on this project's ext4 disks, as much as the writer spent on the file) and
-leaves an empty directory per partition for the cleanup to remove; one ``rename`` of the directory costs about 9 µs
-and leaves nothing. The result is the same: the file at its destination, nothing else there, the source gone.
+a ``mkdir`` per partition (on local disk about as much as the writer spent on the file) and leaves an empty
+directory per partition for the cleanup to remove; one ``rename`` of the directory costs a fraction of that and
+leaves nothing. The result is the same: the file at its destination, nothing else there, the source gone.
 
 A directory qualifies when the job's one file going into it comes from a source directory that no other file of
 the job comes from, under the same name, and no directory of the job lies below it. The job commit then moves it

@@ -203,12 +203,11 @@ class RenameFilesStage(Stage[RenameFilesArguments, RenameFilesResult]):
 
     def _units_in_flight(self, size: int) -> int:
         """Units queued at once. Where a unit's renames go out together under ``call_slots``, a unit a thread
-        would leave hundreds of threads waiting on the slots, each wake-up costing CPU (104 us a call at 256
-        threads, measured): units asking for ``CONCURRENT_DEMAND`` times the slots keep them all busy through the
-        units' journal writes with a few dozen threads (48 us a call, the commit as fast). Where directories are
+        would leave hundreds of threads waiting on the slots, each wake-up costing CPU: units asking for
+        ``CONCURRENT_DEMAND`` times the slots keep them all busy through the units' journal writes with a few
+        dozen threads, at half the CPU a call and as fast a commit. Where directories are
         moved in on local disk, one unit at a time: moves across directories take one lock of the file system in
-        the kernel, and four threads took 2.7 times as long as one over 10,000 of them (contending for it and
-        the GIL)."""
+        the kernel, and more threads only contend for it and the GIL: they take longer than one."""
         if self._arguments.moved_in and self.capabilities.microsecond_calls:
             return 1
         if self.context.call_slots is None:

@@ -107,7 +107,7 @@ class TransactionalCommitTaskStage(Stage[TransactionalCommitTaskArguments, Trans
 
     def _probe(self, paths: list[str]) -> list[FileStatus | None]:
         """One ``info`` per file, up to ``PROBE_THREADS`` at once where a call is a round trip (a task's files
-        probed one after another cost ~1 s per 50 files at 20 ms a call, the task side of the commit)."""
+        probed one after another cost one round trip each, the bulk of the task side of the commit)."""
         if len(paths) <= 1 or self.capabilities.microsecond_calls:
             return [self.info(path) for path in paths]
         with ThreadPoolExecutor(min(PROBE_THREADS, len(paths)), thread_name_prefix="task-commit-probe") as pool:
