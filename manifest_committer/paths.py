@@ -13,6 +13,7 @@ from .success_data import SUCCESS_MARKER
 TEMPORARY_DIR = "_temporary"
 COMMIT_STARTED_MARKER = "commit-started"
 COMMIT_FINISHED_MARKER = "commit-finished"
+ROLLED_BACK_MARKER = "rolled-back"
 JOURNAL_DIR = "journal"
 PREVIOUS_SUCCESS = "previous-" + SUCCESS_MARKER
 TRASH_DIR = ".trash"
@@ -109,6 +110,13 @@ class JobPaths:
         """What a job commit accepted, written before it first changes the destination: a rerun commits exactly
         that, and abort reverts exactly that."""
         return posixpath.join(self.job_attempt_dir, COMMIT_STARTED_MARKER)
+
+    @property
+    def rolled_back_path(self) -> str:
+        """The fence of a rollback: written before it deletes anything of a job it judged dead, and checked by a
+        job commit right after it writes ``commit-started``, so a driver paused past its lease never publishes
+        files a rollback deleted (one side always sees the other's record)."""
+        return posixpath.join(self.job_attempt_dir, ROLLED_BACK_MARKER)
 
     @property
     def commit_finished_path(self) -> str:

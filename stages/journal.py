@@ -120,6 +120,24 @@ def write_commit_record(gate: Gate, record: CommitRecord) -> None:
     gate.write_bytes(gate.paths.commit_started_path, record.to_json())
 
 
+def check_not_rolled_back(gate: Gate, witness: str | None = None) -> None:
+    """The commit's side of the rollback fence, run once ``commit-started`` is in place and before anything is
+    deleted or published: a ``rolled-back`` record means another process judged this job dead (its driver paused
+    past its lease) and is undoing it, or has. ``witness``, a file the commit would publish, is checked after the
+    record: a rollback that already deleted its state (the record with it) deleted the job's files first."""
+    paths = gate.paths
+    gone = gate.info(paths.rolled_back_path) is not None
+    if not gone and witness is not None:
+        gone = gate.info(witness) is None
+    if gone:
+        job = f"{gate.to_url(paths.dest)} --job {paths.job_id}"
+        raise JobStateError(
+            f"{gate.to_url(paths.job_attempt_dir)}: job {paths.job_id} was rolled back by another process while "
+            f"this driver was paused (its lease expired before its commit began); nothing is published. "
+            f"`manifest-committer abort {job}` settles it"
+        )
+
+
 def check_accepted(gate: Gate, record: CommitRecord, accepted: Mapping[str, str] | None) -> None:
     """A rerun commits what the first run accepted; a caller that now accepts other attempts is told so."""
     if accepted is not None and dict(accepted) != record.accepted:

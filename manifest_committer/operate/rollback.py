@@ -25,6 +25,7 @@ from typing import Any
 from ..config import CommitterConfig
 from ..errors import CommitterError
 from ..paths import TEMPORARY_DIR, JobPaths, check_id, is_valid_id
+from ..protocols.job_state import in_its_commit
 from ..protocols.marker_protocol import MarkerProtocolCommitter
 from ..protocols.names import ProtocolName
 from ..protocols.registry import create_committer, operations_of, recognise
@@ -101,7 +102,7 @@ def rollback(
                 if verdict.held is not None:
                     results.append(RolledBack(job, attempt, (), verdict.held, protocol=protocol, held=verdict.held))
                 elif verdict.reason is not None:
-                    candidates.append(_Candidate(job, attempt, verdict.reason, protocol))
+                    candidates.append(_Candidate(job, attempt, verdict.reason, protocol, job_id is not None))
         if job_id is not None and not with_markers:
             raise CommitterError(
                 f"{store.to_url(posixpath.join(root, TEMPORARY_DIR, job_id))}: job {job_id} has no write markers; "
@@ -125,6 +126,7 @@ class _Candidate:
     attempt: int
     reason: str
     protocol: ProtocolName
+    named: bool
 
 
 def _undo(
@@ -140,6 +142,10 @@ def _undo(
     with create_committer(url, job, candidate.protocol, attempt, config, storage_options) as committer:
         if not isinstance(committer, MarkerProtocolCommitter):  # only marker protocols judge a job dead
             raise CommitterError(f"{committer.destination_url}: job {job} of {candidate.protocol} has no markers")
+        if not dry_run:
+            held = _fence(StateReads.over(committer.store, config, committer.paths), named=candidate.named)
+            if held is not None:
+                return RolledBack(job, attempt, (), held, protocol=candidate.protocol, held=held)
         undone = committer.plan_abort() if dry_run else committer.abort_job()
     aborted: tuple[str, ...] = getattr(undone, "aborted", ())
     if not dry_run:
@@ -153,6 +159,21 @@ def _undo(
             len(aborted),
         )
     return RolledBack(job, attempt, undone.deleted, candidate.reason, aborted, candidate.protocol, undone.skipped)
+
+
+def _fence(gate: StateReads, *, named: bool) -> str | None:
+    """Rollback's side of the fence (``JobPaths.rolled_back_path``): write ``rolled-back``, then check
+    ``commit-started`` again; a commit writes that, then checks this record, so at least one side sees the other.
+    Returns why the job is held if its commit began meanwhile (the record is taken back). A job the caller named
+    skips the check, but the record still stops a paused driver that wakes from publishing."""
+    paths = gate.paths
+    gate.write_bytes(paths.rolled_back_path, b"{}")
+    if named or gate.info(paths.commit_started_path) is None:
+        return None
+    gate.delete_file(paths.rolled_back_path)
+    held = in_its_commit(gate, "its commit began while this rollback judged it")
+    log.warning("rollback: job %s attempt %02d left: %s", paths.job_id, paths.job_attempt, held)
+    return held
 
 
 def _failed(

@@ -49,7 +49,14 @@ from ...store import FileStatus
 from ...success_data import SuccessData
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job, summary_in_trash
-from ..journal import CommitRecord, check_accepted, committed_summary, read_commit_record, write_commit_record
+from ..journal import (
+    CommitRecord,
+    check_accepted,
+    check_not_rolled_back,
+    committed_summary,
+    read_commit_record,
+    write_commit_record,
+)
 from ..marker_reads import skipped_diagnostics
 from .abort_job import delete_named_files, marker_named_relatives, remove_emptied_directories
 from .directory_records import write_directory_records
@@ -127,6 +134,7 @@ class TransactionalCommitJobStage(Stage[TransactionalCommitJobArguments, Transac
             accepted_now = {m.task_id: m.task_attempt_id for m in loaded}
             write_commit_record(self, CommitRecord(self.paths.job_id, accepted_now, 1))
         added = {relative: size for manifest in loaded for relative, size in manifest.files}
+        check_not_rolled_back(self, transaction.data_path(min(added)) if added else None)
         if self.config.validate_output:
             self._validate(transaction, added)
         stragglers, skipped = self._delete_stragglers(transaction, set(added))

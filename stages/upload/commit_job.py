@@ -49,7 +49,7 @@ from ...store.pending_upload import PendingUpload
 from ...success_data import SuccessData
 from ..base import Stage
 from ..cleanup import CleanupResult, clean_up_job
-from ..journal import CommitRecord, check_accepted, read_job_records, write_commit_record
+from ..journal import CommitRecord, check_accepted, check_not_rolled_back, read_job_records, write_commit_record
 from ..marker_reads import skipped_diagnostics
 from .state import (
     AttemptManifest,
@@ -153,6 +153,7 @@ class UploadCommitJobStage(Stage[UploadCommitJobArguments, UploadCommitJobResult
             write_commit_record(
                 self, CommitRecord(self.paths.job_id, {m.task_id: m.task_attempt_id for m in chosen}, 1)
             )
+        check_not_rolled_back(self, layout.protocol_file)
         uploads = [(relative, upload) for manifest in chosen for relative, upload in manifest.uploads]
         self._complete(uploads)
         if self.config.validate_output:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -103,6 +104,7 @@ def start_driver(
     markers: str,
     slow: str,
     options: dict[str, Any],
+    stderr: int | None = None,
 ) -> subprocess.Popen[str]:
     """A driver (``DRIVER``) whose job commit has reached ``slow``, the write of its commit point."""
     spec = {
@@ -119,6 +121,7 @@ def start_driver(
         [sys.executable, "-c", DRIVER, json.dumps(spec)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=stderr,
         text=True,
         env=environment(),
     )
@@ -257,3 +260,87 @@ def test_a_driver_killed_in_its_commit_is_held_by_rollback_and_vacuum_and_finish
     contents = sorted(Path(url.removeprefix("file://")).read_bytes() for url in committed)
     assert contents == sorted([USERS, *job_files("").values()])
     assert not (dest / "_temporary").exists()
+
+
+def paused_past_its_lease_and_rolled_back(
+    processes: list[subprocess.Popen[str]], driver: subprocess.Popen[str], destination: str, options: dict[str, Any]
+) -> tuple[int, str, str]:
+    """The driver, held just before it writes ``commit-started``, is stopped (SIGSTOP: its heartbeat and marker
+    server stop too) past its lease; a rollback from another process undoes the job, then the driver goes on.
+    Returns the driver's exit code and stderr, and the rollback's output."""
+    driver.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(EXPIRY * 1.5)
+        common = [f"--conf=mapreduce.manifest.committer.heartbeat.expiry.seconds={EXPIRY}"]
+        common += [argument for key, value in options.items() for argument in ("--storage-option", f"{key}={value}")]
+        rollback = cli(processes, "rollback", destination, *common)
+        rolled_out, rolled_err = rollback.communicate(timeout=60)
+        assert rollback.returncode == 0, rolled_err
+    finally:
+        driver.send_signal(signal.SIGCONT)
+    assert driver.stdin is not None
+    driver.stdin.write("go on\n")
+    driver.stdin.flush()
+    _, err = driver.communicate(timeout=60)
+    return driver.wait(60), err, rolled_out
+
+
+def assert_refused(code: int, err: str, rolled_out: str) -> None:
+    assert f"Job {JOB} (attempt 00" in rolled_out and "NOT rolled back" not in rolled_out, rolled_out
+    assert code != 0, err
+    assert "JobStateError" in err and "was rolled back by another process while this driver was paused" in err, err
+    assert "manifest-committer abort" in err and f"--job {JOB}" in err, err
+
+
+@pytest.mark.parametrize("markers", ["direct", "batched"])
+def test_a_driver_paused_before_commit_started_and_rolled_back_publishes_nothing(
+    tmp_path: Path, processes: list[subprocess.Popen[str]], markers: str
+) -> None:
+    dest = tmp_path / "out"
+    dest.mkdir()
+    (dest / "users.csv").write_bytes(USERS)
+    before = tree(dest)
+    driver = start_driver(
+        processes,
+        str(dest),
+        protocol="transactional",
+        markers=markers,
+        slow="commit-started",
+        options={},
+        stderr=subprocess.PIPE,
+    )
+
+    assert_refused(*paused_past_its_lease_and_rolled_back(processes, driver, str(dest), {}))
+
+    outside = {path: data for path, data in tree(dest).items() if not path.startswith("_temporary")}
+    assert outside == before
+    assert mc.committed_files(str(dest)) == [f"file://{dest}/users.csv"]
+    abort = cli(processes, "abort", str(dest), "--job", JOB)
+    abort_out, abort_err = abort.communicate(timeout=60)
+    assert abort.returncode == 0, abort_out + abort_err
+    assert tree(dest) == before
+
+
+@pytest.mark.s3
+def test_an_upload_driver_paused_before_commit_started_and_rolled_back_publishes_nothing(
+    moto_s3: Emulator, s3_bucket: str, processes: list[subprocess.Popen[str]]
+) -> None:
+    url, root = f"s3://{s3_bucket}/out", f"{s3_bucket}/out/"
+    options = dict(moto_s3.storage_options)
+    fs = fsspec.filesystem("s3", use_listings_cache=False, skip_instance_cache=True, **options)
+    fs.pipe(root + "users.csv", USERS)
+    driver = start_driver(
+        processes,
+        url,
+        protocol="upload",
+        markers="direct",
+        slow="commit-started",
+        options=options,
+        stderr=subprocess.PIPE,
+    )
+
+    assert_refused(*paused_past_its_lease_and_rolled_back(processes, driver, url, options))
+
+    found = {path: fs.cat(path) for path in fs.find(root) if "/_temporary/" not in path}
+    assert found == {root + "users.csv": USERS}
+    assert not fs.call_s3("list_multipart_uploads", Bucket=s3_bucket).get("Uploads")
