@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import fsspec.config
 import pytest
 import s3fs
 
@@ -22,8 +23,10 @@ def no_aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/config")
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    # fsspec keeps one S3FileSystem per set of options: an earlier test's, holding the emulator's credentials and
-    # endpoint, would answer instead of a client that finds none.
+    # The moto fixture makes its server fsspec's default for s3:// while it runs, and fsspec keeps one
+    # S3FileSystem per set of options: either would answer with the emulator's credentials.
+    for protocol in ("s3", "s3a"):
+        monkeypatch.delitem(fsspec.config.conf, protocol, raising=False)
     s3fs.S3FileSystem.clear_instance_cache()
 
 
