@@ -10,4 +10,5 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.spark_cluster",
     "tests.fixtures.stores",
+    "tests.fixtures.transactional_jobs",
 ]

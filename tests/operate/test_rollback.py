@@ -32,14 +32,6 @@ def dest(tmp_path: Path) -> str:
     return str(out)
 
 
-@pytest.fixture
-def committers() -> Iterator[list[TransactionalCommitter]]:
-    built: list[TransactionalCommitter] = []
-    yield built
-    for committer in built:
-        committer.close()
-
-
 def dead_job(dest: str, committers: list[TransactionalCommitter], job_id: str, markers: str = "batched") -> str:
     """A job whose driver died after one task wrote ``<job_id>.csv``; returns the file's name."""
     committer = mc.create_committer(

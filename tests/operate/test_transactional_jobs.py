@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +41,6 @@ def dest(tmp_path: Path) -> str:
     out.mkdir()
     (out / USER_FILE[0]).write_bytes(USER_FILE[1])
     return str(out)
-
-
-@pytest.fixture
-def committers() -> Iterator[list[TransactionalCommitter]]:
-    """Committers a test built, closed at its end (marker servers and heartbeats stopped)."""
-    built: list[TransactionalCommitter] = []
-    yield built
-    for committer in built:
-        committer.close()
 
 
 def new_job(

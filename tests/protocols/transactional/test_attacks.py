@@ -9,7 +9,7 @@ import os
 import posixpath
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +43,6 @@ def dest(tmp_path: Path) -> str:
     out = tmp_path / "out"
     out.mkdir()
     return str(out)
-
-
-@pytest.fixture
-def committers() -> Iterator[list[TransactionalCommitter]]:
-    built: list[TransactionalCommitter] = []
-    yield built
-    for committer in built:
-        committer.close()
 
 
 def new_job(

@@ -56,15 +56,6 @@ def config(markers: str = "batched", **overrides: object) -> mc.CommitterConfig:
     )
 
 
-@pytest.fixture
-def committers() -> Iterator[list[TransactionalCommitter]]:
-    """Committers a test built, closed at its end (their marker servers and heartbeats stopped)."""
-    built: list[TransactionalCommitter] = []
-    yield built
-    for committer in built:
-        committer.close()
-
-
 def new_job(
     destination: str, committers: list[TransactionalCommitter], job_id: str = "job-1", markers: str = "batched"
 ) -> TransactionalCommitter:

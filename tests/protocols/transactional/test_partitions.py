@@ -39,14 +39,6 @@ def table(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield from store_destination(request, tmp_path)
 
 
-@pytest.fixture
-def committers() -> Iterator[list[TransactionalCommitter]]:
-    built: list[TransactionalCommitter] = []
-    yield built
-    for committer in built:
-        committer.close()
-
-
 def new_job(
     table: str,
     committers: list[TransactionalCommitter],
