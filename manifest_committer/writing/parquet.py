@@ -145,9 +145,16 @@ class ParquetFileWriter:
 
         options = _parquet_options(self._output, self._schema)
         options["use_dictionary"] = _dictionary_columns(table)
+        footer = dict(self._output.footer)
+        if footer and not hasattr(pq.ParquetWriter, "add_key_value_metadata"):
+            # Before pyarrow 17 a file's key-value metadata comes from its schema alone, and only beside pyarrow's
+            # own ARROW:schema entry: Spark reads the footer schema all the same.
+            options.pop("store_schema", None)
+            schema = table.schema.with_metadata({**(table.schema.metadata or {}), **footer})
+            return pq.ParquetWriter(self._handle, schema, **options)
         writer = pq.ParquetWriter(self._handle, table.schema, **options)
-        if self._output.footer:
-            writer.add_key_value_metadata(dict(self._output.footer))
+        if footer:
+            writer.add_key_value_metadata(footer)
         return writer
 
     def flush(self) -> None:
