@@ -198,15 +198,22 @@ def test_a_rollback_and_vacuum_during_a_slow_transactional_commit_change_nothing
     assert not (dest / "_temporary").exists()
 
 
+def s3_destination_with_users(moto_s3: Emulator, s3_bucket: str) -> tuple[str, str, dict[str, Any], Any]:
+    """An upload destination on moto holding a user's ``users.csv``: its URL, its key prefix, the storage options
+    and an uncached filesystem to read it back with."""
+    url, root = f"s3://{s3_bucket}/out", f"{s3_bucket}/out/"
+    options = dict(moto_s3.storage_options)
+    fs = fsspec.filesystem("s3", use_listings_cache=False, skip_instance_cache=True, **options)
+    fs.pipe(root + "users.csv", USERS)
+    return url, root, options, fs
+
+
 @pytest.mark.s3
 def test_a_rollback_during_a_slow_upload_commit_changes_nothing(
     moto_s3: Emulator, s3_bucket: str, processes: list[subprocess.Popen[str]]
 ) -> None:
     """Held up at ``_SUCCESS`` (the commit point), every upload completed: the objects are visible."""
-    url, root = f"s3://{s3_bucket}/out", f"{s3_bucket}/out/"
-    options = dict(moto_s3.storage_options)
-    fs = fsspec.filesystem("s3", use_listings_cache=False, skip_instance_cache=True, **options)
-    fs.pipe(root + "users.csv", USERS)
+    url, root, options, fs = s3_destination_with_users(moto_s3, s3_bucket)
     driver = start_driver(processes, url, protocol="upload", markers="direct", slow="_SUCCESS", options=options)
 
     filenames, vacuum = rollback_and_vacuum_during_commit(processes, driver, url, options)
@@ -325,10 +332,7 @@ def test_a_driver_paused_before_commit_started_and_rolled_back_publishes_nothing
 def test_an_upload_driver_paused_before_commit_started_and_rolled_back_publishes_nothing(
     moto_s3: Emulator, s3_bucket: str, processes: list[subprocess.Popen[str]]
 ) -> None:
-    url, root = f"s3://{s3_bucket}/out", f"{s3_bucket}/out/"
-    options = dict(moto_s3.storage_options)
-    fs = fsspec.filesystem("s3", use_listings_cache=False, skip_instance_cache=True, **options)
-    fs.pipe(root + "users.csv", USERS)
+    url, root, options, fs = s3_destination_with_users(moto_s3, s3_bucket)
     driver = start_driver(
         processes,
         url,
